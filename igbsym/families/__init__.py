@@ -1,0 +1,1 @@
+"""Family modules: each defines and registers its closed forms and nothing else."""

@@ -1,0 +1,126 @@
+"""The Initial Guessing Bias law: γ of a single hidden layer and the law of G0.
+
+Paper: igb-initial-guessing-bias.txt Sec. 3–4 (Def. of γ, Eqs. 16–19), App. C–D (law of G0), App. G
+(activation rule); igb-talk-slides.txt (c = γ/(1+γ)); norm-placement-bn-ln.txt Def. C.2.
+
+With x = Φ⁻¹(G0), the law is x ~ N(0, γ) (two classes, infinite width and data), so
+f(g; γ) = γ^{-1/2} exp((1 − 1/γ) x²/2), F(g; γ) = Φ(x/√γ), Q(p; γ) = Φ(√γ Φ⁻¹(p)).
+Limits: γ = 0 is a point mass at 1/2, γ = 1 the uniform law, γ = ∞ half the mass at each of 0 and 1.
+"""
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from .. import activations as acts
+from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
+from ..functions import Phi, PhiInv, ndtri_symmetric
+from ..registry import get, register
+
+IGB = "igb-initial-guessing-bias.txt"
+g, p, q = sp.Symbol("g", positive=True), sp.Symbol("p", positive=True), sp.Symbol("q", positive=True)
+gamma = sp.Symbol("gamma", nonnegative=True)
+gamma_pos = sp.Symbol("gamma", positive=True)
+x = PhiInv(g)
+
+PDF = sp.exp((1 - 1 / gamma_pos) * x**2 / 2) / sp.sqrt(gamma_pos)
+LOGPDF = (1 - 1 / gamma_pos) * x**2 / 2 - sp.log(gamma_pos) / 2
+CDF = Phi(PhiInv(g) / sp.sqrt(gamma))
+QUANTILE = Phi(sp.sqrt(gamma) * PhiInv(p))
+P_OUTSIDE = 2 * Phi(PhiInv(q) / sp.sqrt(gamma))
+
+G_OPEN = Param("g", "positive", "fraction of the dataset put in class 0")
+GAMMA_POS = Param("gamma", "positive", "IGB strength Var_W(mu)/Var_chi(O)")
+GAMMA = Param("gamma", "nonnegative", "IGB strength Var_W(mu)/Var_chi(O) (0 and inf are the exact limits)",
+              allow_inf=True)
+G_LT1 = Condition(sp.Lt(g, 1), "0 < g < 1")
+LAW = Provenance(IGB, "Sec. 4, App. D (law of G0; x = Phi^{-1}(G0) ~ N(0, gamma))")
+
+
+def _logpdf(g, gamma):
+    xx = ndtri_symmetric(g)
+    return -0.5 * np.log(gamma) + (1 - 1 / gamma) * xx * xx / 2
+
+
+def _scaled_phi(z, scale):
+    """Φ(z·scale), scale ≥ 0, with the exact limits: z = 0 gives 1/2, z = ±∞ gives 0/1 for every scale,
+    finite z ≠ 0 with scale = ∞ gives 0/1."""
+    z, scale = np.broadcast_arrays(np.asarray(z, float), np.asarray(scale, float))
+    finite_z = np.where(np.isinf(z), 1.0, z)
+    arg = np.where(z == 0, 0.0, np.where(np.isinf(z), z, np.where(np.isinf(scale), np.sign(z) * np.inf,
+                                                                       finite_z * np.where(np.isinf(scale), 0, scale))))
+    return special.ndtr(arg)
+
+
+def _cdf(g, gamma):
+    xx = ndtri_symmetric(g)  # −∞ at g = 0, +∞ at g = 1
+    return _scaled_phi(xx, 1 / np.sqrt(gamma))
+
+
+def _quantile(p, gamma):
+    return _scaled_phi(ndtri_symmetric(p), np.sqrt(gamma))
+
+
+register(ClosedForm(
+    "igb.pdf", "Density f(g; gamma) of G0, the fraction of a balanced dataset guessed as class 0.",
+    (G_OPEN, GAMMA_POS), Provenance(IGB, "Sec. 4, App. D (f_G0)",
+                                    "gamma = 0 is a point mass at 1/2: use igb.cdf; the pdf overflows to inf only "
+                                    "where its true value exceeds 1.8e308 — igb.logpdf never does"),
+    expr=PDF, conditions=(G_LT1,), kernel=lambda g, gamma: np.exp(_logpdf(g, gamma))))
+register(ClosedForm(
+    "igb.logpdf", "log f(g; gamma), overflow-free in both tails.", (G_OPEN, GAMMA_POS), LAW,
+    expr=LOGPDF, conditions=(G_LT1,), kernel=_logpdf))
+register(ClosedForm(
+    "igb.cdf", "P(G0 <= g) = Phi(Phi^{-1}(g)/sqrt(gamma)); gamma = 0 and inf are the limit laws (value 1/2 at the "
+    "atom g = 1/2 for gamma = 0).", (Param("g", "nonnegative", "fraction guessed as class 0"), GAMMA), LAW,
+    expr=CDF, conditions=(Condition(sp.Le(g, 1), "0 <= g <= 1"),), kernel=_cdf))
+register(ClosedForm(
+    "igb.quantile", "The p-quantile of G0: Phi(sqrt(gamma) Phi^{-1}(p)).",
+    (Param("p", "positive", "probability level"), GAMMA), LAW, expr=QUANTILE,
+    conditions=(Condition(sp.Lt(p, 1), "0 < p < 1"),), kernel=_quantile))
+register(ClosedForm(
+    "igb.corr", "Mean-field correlation c = gamma/(1+gamma) between outputs of two inputs (c = 1 at gamma = inf).",
+    (GAMMA,), Provenance("igb-talk-slides.txt", "IGB and mean-field correlation"), expr=gamma / (1 + gamma),
+    kernel=lambda gamma: np.where(np.isinf(gamma), 1.0, gamma / (1 + np.where(np.isinf(gamma), 0.0, gamma)))))
+register(ClosedForm(
+    "igb.p_outside", "P(G0 < q or G0 > 1-q): the mass of strongly prejudiced networks (regime thresholds).",
+    (GAMMA, Param("q", "positive", "edge of the central band [q, 1-q]", default=0.1)), LAW, expr=P_OUTSIDE,
+    conditions=(Condition(sp.Lt(q, sp.S.Half), "0 < q < 1/2"),),
+    kernel=lambda gamma, q: 2 * _scaled_phi(special.ndtri(q), 1 / np.sqrt(gamma))))
+
+# --- gamma of one hidden layer ------------------------------------------------------------------------
+SIGMA_W = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in)", default=1.0)
+A_DEFAULT = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+_sw, _a = sp.Symbol("sigma_w", positive=True), sp.Symbol("a", real=True)
+
+
+def gamma_case(activation):
+    """γ = E[φ(z)]² / Var[φ(z)], z ~ N(0, σ_w²): the centre spread over the data variance of one node.
+
+    Inputs N(0, I_d) give pre-activations N(0, σ_w² ‖x‖²/d) → N(0, σ_w²) per node; output weights of zero mean
+    make Var_W(μ_c) ∝ E[φ]² and Var_χ(O_c) ∝ Var[φ] with the same factor (paper Eqs. 16–19).
+    """
+    mean, var = get("activation.mean"), get("activation.var")
+    m, v = mean.case(activation=activation), var.case(activation=activation)
+    if not isinstance(m, NumericRoute) and not isinstance(v, NumericRoute):
+        s = sp.Symbol("sigma", positive=True)
+        return sp.simplify((m**2 / v).subs(s, _sw))
+    if not isinstance(m, NumericRoute) and m == 0:
+        return sp.S.Zero
+    return NumericRoute(
+        lambda sigma_w, a: mean.numpy(activation=activation, sigma=sigma_w, a=a) ** 2
+        / var.numpy(activation=activation, sigma=sigma_w, a=a),
+        lambda sigma_w, a: mean.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()) ** 2
+        / var.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()),
+        "ratio of quadratures", "relative error <= 3e-12 (twice the quadrature bound plus rounding)",
+        sp.Function("E")(sp.Symbol("phi"))**2 / sp.Function("Var")(sp.Symbol("phi")))
+
+
+def _dps():
+    import mpmath
+    return mpmath.mp.dps
+
+
+register(ClosedForm(
+    "igb.gamma", "gamma = Var_W(mu_c)/Var_chi(O_c) of a single-hidden-layer net (Kaiming weights, N(0, I) data).",
+    (Param("activation", "choice", "activation function", choices=acts.names()), SIGMA_W, A_DEFAULT),
+    Provenance(IGB, "Sec. 4.1, Eqs. 16-19; App. G (antisymmetric activations give 0)"), builder=gamma_case))

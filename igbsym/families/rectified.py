@@ -1,0 +1,185 @@
+"""Rectified-Gaussian moments, leaky-ReLU moments and moments of any activation of a Gaussian.
+
+Papers: norm-placement-bn-ln.txt Lemma F.1 (Eqs. 83–86); kurtosis-vanishing-empirical-variance.txt
+Lemma 4.1 and the second-moment lemma before it; igb-initial-guessing-bias.txt Eq. 78 (ReLU mean) and
+App. G (antisymmetric activations, SReLU Eq. 188).
+"""
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from .. import activations as acts
+from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
+from ..functions import Phi
+from ..gaussian import ERROR as QUAD_ERROR, expect, mp_expect
+from ..registry import register
+
+NORM = "norm-placement-bn-ln.txt"
+THESIS = "kurtosis-vanishing-empirical-variance.txt"
+IGB = "igb-initial-guessing-bias.txt"
+
+MU = Param("mu", "real", "mean of X ~ N(mu, sigma^2)")
+SIGMA = Param("sigma", "positive", "standard deviation")
+A = Param("a", "real", "leaky slope (negative_slope in torch)")
+mu, sigma, a, kappa, alpha = sp.symbols("mu", real=True), sp.Symbol("sigma", positive=True), \
+    sp.Symbol("a", real=True), sp.Symbol("kappa", positive=True), sp.Symbol("alpha", real=True)
+
+
+def phi(t):
+    """Standard normal density."""
+    return sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi)
+
+
+def relu_moment(n: int, m=mu, s=sigma) -> sp.Expr:
+    """E[ReLU(X)^n], X ~ N(m, s²), exact for integer n ≥ 0 (0^0 = 1).
+
+    Truncated moments T_j = E[X^j 1{X>0}] obey T_j = m T_{j-1} + (j-1) s² T_{j-2} (Stein's lemma), with
+    T_0 = Φ(m/s), T_1 = m Φ(m/s) + s φ(m/s).
+    """
+    if n == 0:
+        return sp.S.One
+    t = m / s
+    prev, cur = Phi(t), m * Phi(t) + s * phi(t)
+    for j in range(2, n + 1):
+        prev, cur = cur, m * cur + (j - 1) * s**2 * prev
+    return sp.collect(sp.expand(cur), [Phi(t), phi(t)])
+
+
+RELU_MEAN = relu_moment(1)
+RELU_VAR = sp.collect(sp.expand(relu_moment(2) - RELU_MEAN**2), [Phi(mu / sigma)])
+_SQ2PI = np.sqrt(2 * np.pi)
+
+
+def _mean_kernel(mu, sigma):
+    """σ(tΦ(t) + φ(t)), t = μ/σ; for t < 0 through the Mills ratio r = Φ(t)/φ(t) to avoid cancellation."""
+    t = np.asarray(mu / sigma, dtype=float)
+    ph = np.exp(-t * t / 2) / _SQ2PI
+    r = np.sqrt(np.pi / 2) * special.erfcx(-t / np.sqrt(2))
+    return sigma * np.where(t < 0, ph * (1 + t * r), t * special.ndtr(t) + ph)
+
+
+def _var_kernel(mu, sigma):
+    """Var[ReLU(X)]: Mills-ratio form for t < 0, upper-tail form (Q = Φ(−t)) for t ≥ 0; see module tests."""
+    t = np.asarray(mu / sigma, dtype=float)
+    ph = np.exp(-t * t / 2) / _SQ2PI
+    r = np.sqrt(np.pi / 2) * special.erfcx(-t / np.sqrt(2))
+    q = special.ndtr(-t)
+    neg = ph * ((1 + t * t) * r + t) - ph**2 * (1 + t * r) ** 2
+    pos = 1 - q - t * ph - ph**2 + t * t * q * (1 - q) + 2 * t * q * ph
+    return sigma**2 * np.where(t < 0, neg, pos)
+
+
+STABILITY = ("NumPy kernel: Mills-ratio (erfcx) form for mu/sigma < 0; relative accuracy ~1e-16·(mu/sigma)^2 "
+             "(mean) and ~1e-16·|mu/sigma|^3 (var) deep in the lower tail")
+
+register(ClosedForm(
+    "rectified.mean", "E[ReLU(X)] for X ~ N(mu, sigma^2).", (MU, SIGMA),
+    Provenance(NORM, "Lemma F.1, Eq. 85", STABILITY), expr=RELU_MEAN, kernel=_mean_kernel))
+register(ClosedForm(
+    "rectified.var", "Var[ReLU(X)] for X ~ N(mu, sigma^2).", (MU, SIGMA),
+    Provenance(NORM, "Lemma F.1, Eq. 86", STABILITY), expr=RELU_VAR, kernel=_var_kernel))
+register(ClosedForm(
+    "rectified.moment", "E[ReLU(X)^n] for X ~ N(mu, sigma^2), any integer n >= 0 (0^0 = 1).",
+    (Param("n", "integer", "moment order", structural=True, minimum=0, maximum=60), MU, SIGMA),
+    Provenance(NORM, "generalises Eqs. 85-86 (Stein recursion T_n = mu T_{n-1} + (n-1) sigma^2 T_{n-2})",
+               "NumPy kernel is the expanded closed form: relative accuracy degrades like |mu/sigma|^(n+1)·1e-16 "
+               "for mu/sigma << 0"),
+    builder=lambda n: relu_moment(n),
+    display=r"T_n,\; T_n = \mu T_{n-1} + (n-1)\sigma^2 T_{n-2},\; T_0 = \Phi\left(\tfrac{\mu}{\sigma}\right),"
+            r"\; T_1 = \mu\Phi\left(\tfrac{\mu}{\sigma}\right) + \tfrac{\sigma}{\sqrt{2\pi}}e^{-\mu^2/2\sigma^2}"
+            r"\quad (n \ge 1;\ n = 0 \mapsto 1)"))
+
+# --- Lemma F.1 as it really is: E[ReLU(alpha X)] for any real alpha != 0 --------------------------------
+_scaled_mean = RELU_MEAN.subs({mu: alpha * mu, sigma: sp.Abs(alpha) * sigma}, simultaneous=True)
+_scaled_var = RELU_VAR.subs({mu: alpha * mu, sigma: sp.Abs(alpha) * sigma}, simultaneous=True)
+ALPHA = Param("alpha", "real", "scale factor of Y = alpha X")
+_NONZERO = (Condition(sp.Ne(alpha, 0), "alpha != 0 (alpha = 0 gives ReLU(0) = 0 trivially)"),)
+LEMMA_F1_NOTE = ("Lemma F.1 claims E[ReLU(aX)] = a E[ReLU(X)] and Var[ReLU(aX)] = a^2 Var[ReLU(X)] for every real "
+                 "a; the mean identity holds iff a >= 0, the variance identity iff a >= 0 or mu = 0 "
+                 "(derivations/rectified.py proves both)")
+register(ClosedForm(
+    "rectified.scaled_mean", "E[ReLU(alpha X)] for X ~ N(mu, sigma^2): the true form of Lemma F.1 (any real alpha).",
+    (ALPHA, MU, SIGMA), Provenance(NORM, "Lemma F.1, Eqs. 83, 87-89", LEMMA_F1_NOTE),
+    expr=_scaled_mean, conditions=_NONZERO,
+    kernel=lambda alpha, mu, sigma: _mean_kernel(alpha * mu, np.abs(alpha) * sigma)))
+register(ClosedForm(
+    "rectified.scaled_var", "Var[ReLU(alpha X)] for X ~ N(mu, sigma^2): the true form of Lemma F.1 (any real alpha).",
+    (ALPHA, MU, SIGMA), Provenance(NORM, "Lemma F.1, Eqs. 84, 90", LEMMA_F1_NOTE),
+    expr=_scaled_var, conditions=_NONZERO,
+    kernel=lambda alpha, mu, sigma: _var_kernel(alpha * mu, np.abs(alpha) * sigma)))
+
+# --- leaky ReLU, zero-mean symmetric input (any law) and Gaussian input ----------------------------------
+register(ClosedForm(
+    "leaky.m2", "E[phi_a(x)^2] for zero-mean symmetric x with variance sigma^2 (any law).", (A, SIGMA),
+    Provenance(THESIS, "second-moment lemma before Lemma 4.1"), expr=(1 + a**2) * sigma**2 / 2))
+register(ClosedForm(
+    "leaky.m4", "E[phi_a(x)^4] for zero-mean symmetric x with variance sigma^2 and kurtosis kappa.",
+    (A, SIGMA, Param("kappa", "positive", "kurtosis E[x^4]/sigma^4 (>= 1 for any law)")),
+    Provenance(THESIS, "Lemma 4.1"), expr=(1 + a**4) * sigma**4 * kappa / 2,
+    conditions=(Condition(sp.Ge(kappa, 1), "kappa >= 1 (every law has E[x^4] >= E[x^2]^2)"),)))
+register(ClosedForm(
+    "leaky.mean", "E[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
+    Provenance(IGB, "Eq. 78 generalised to slope a"), expr=(1 - a) * sigma / sp.sqrt(2 * sp.pi)))
+register(ClosedForm(
+    "leaky.var", "Var[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
+    Provenance(IGB, "Eq. 78 generalised to slope a"),
+    expr=sp.factor((1 + a**2) * sigma**2 / 2 - (1 - a)**2 * sigma**2 / (2 * sp.pi))))
+
+# --- any activation of N(0, sigma^2) ------------------------------------------------------------------
+_s = sp.Symbol("sigma", positive=True)
+_EXACT_MEAN = {
+    "relu": _s / sp.sqrt(2 * sp.pi), "leaky_relu": (1 - a) * _s / sp.sqrt(2 * sp.pi), "identity": sp.S.Zero,
+    "tanh": sp.S.Zero, "erf": sp.S.Zero, "sigmoid": sp.S.Half, "srelu": sp.S.Zero,
+    "gelu": _s**2 / sp.sqrt(2 * sp.pi * (1 + _s**2)),
+}
+_EXACT_VAR = {
+    "relu": _s**2 * (sp.pi - 1) / (2 * sp.pi), "srelu": _s**2 * (sp.pi - 1) / (2 * sp.pi),
+    "leaky_relu": sp.factor((1 + a**2) * _s**2 / 2 - (1 - a)**2 * _s**2 / (2 * sp.pi)),
+    "identity": _s**2, "erf": 2 * sp.asin(2 * _s**2 / (1 + 2 * _s**2)) / sp.pi,
+}
+ACTIVATION = Param("activation", "choice", "activation function", choices=acts.names())
+A_DEFAULT = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+_x = sp.Symbol("x", real=True)
+
+
+def _defining(act, power: int):
+    """The defining Gaussian integral of E[φ(X)^power], X ~ N(0, σ²)."""
+    f = acts.get(act).expr.subs({acts.x_: _x, acts.a_: a, acts.s_: _s})
+    return sp.Integral(f ** power * sp.exp(-_x**2 / (2 * _s**2)) / (sp.sqrt(2 * sp.pi) * _s),
+                       (_x, -sp.oo, sp.oo))
+
+
+def _numeric_moment(act: str, centred: bool) -> NumericRoute:
+    """E[φ(σZ)] or Var[φ(σZ)] by quadrature (the route for cases with no closed form)."""
+    f = acts.get(act)
+
+    def np_route(sigma, a):
+        m = expect(lambda x, aa: f.numpy(x, aa, 0.0), sigma, a)
+        if not centred:
+            return m
+        return expect(lambda x, aa: f.numpy(x, aa, 0.0) ** 2, sigma, a) - m**2
+
+    def mp_route(sigma, a):
+        m = mp_expect(lambda x: f.mp(x, a, sigma), sigma)
+        return mp_expect(lambda x: (f.mp(x, a, sigma) - m) ** 2, sigma) if centred else m
+
+    defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
+    return NumericRoute(np_route, mp_route, "quadrature", QUAD_ERROR, defining)
+
+
+def _mean_case(activation):
+    return _EXACT_MEAN[activation] if activation in _EXACT_MEAN else _numeric_moment(activation, False)
+
+
+def _var_case(activation):
+    return _EXACT_VAR[activation] if activation in _EXACT_VAR else _numeric_moment(activation, True)
+
+
+register(ClosedForm(
+    "activation.mean", "E[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
+    (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); App. G (antisymmetric: 0)"),
+    builder=_mean_case))
+register(ClosedForm(
+    "activation.var", "Var[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
+    (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); erf: Williams (1997) arcsine kernel"),
+    builder=_var_case))

@@ -1,0 +1,377 @@
+"""`ClosedForm`: a named result that can be evaluated fast (NumPy), precisely (mpmath), printed (LaTeX)
+and checked (its validity conditions are enforced on every evaluation).
+
+A form has *numeric* parameters, which are SymPy symbols with exact assumptions and may be NumPy arrays at
+evaluation, and *structural* parameters (an activation name, an integer order such as the moment n) that
+select which expression applies and must be scalars. When no closed form exists for a structural case the
+builder returns a :class:`NumericRoute`, which says how it is computed and how accurate it is.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .errors import InputError, NumericalError
+from .functions import MPMATH_MODULES, NUMPY_MODULES
+
+REQUIRED = object()
+
+_ASSUMPTIONS = {
+    "real": dict(real=True),
+    "positive": dict(positive=True),
+    "nonnegative": dict(nonnegative=True),
+    "integer": dict(integer=True),
+}
+_KIND_TEXT = {
+    "real": "a finite real number",
+    "positive": "a real number > 0",
+    "nonnegative": "a real number >= 0",
+    "integer": "an integer",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a form.
+
+    kind: ``real`` | ``positive`` | ``nonnegative`` | ``integer`` | ``choice``.
+    structural: the value selects the expression (must be a scalar); ``choice`` parameters always are.
+    minimum / maximum: inclusive integer bounds (``integer`` kind only).
+    allow_inf: +inf is accepted (a documented limit, e.g. γ → ∞).
+    """
+
+    name: str
+    kind: str
+    doc: str = ""
+    choices: tuple = ()
+    default: object = REQUIRED
+    structural: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
+    allow_inf: bool = False
+
+    @property
+    def is_structural(self) -> bool:
+        return self.structural or self.kind == "choice"
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def symbol(self) -> sp.Symbol:
+        return sp.Symbol(self.name, **_ASSUMPTIONS[self.kind])
+
+    def allowed(self) -> str:
+        if self.kind == "choice":
+            return "one of " + ", ".join(map(str, self.choices))
+        text = _KIND_TEXT[self.kind]
+        if self.kind == "integer":
+            lo = "" if self.minimum is None else f" >= {self.minimum}"
+            hi = "" if self.maximum is None else f" <= {self.maximum}"
+            text += lo + ("," if lo and hi else "") + hi
+        if self.allow_inf:
+            text += " (or inf)"
+        return text
+
+    def parse(self, form: str, raw: str):
+        """Parse a CLI string. Real values stay strings so mpmath can read every digit at high precision."""
+        if self.kind == "choice":
+            return self.check_scalar(form, raw)
+        if self.kind == "integer":
+            try:
+                value = int(raw)
+            except ValueError:
+                raise InputError(f"{form}: {self.name}={raw!r} is not {self.allowed()}") from None
+            return self.check_scalar(form, value)
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InputError(f"{form}: {self.name}={raw!r} is not a number; allowed: {self.allowed()}") from None
+        self.check_array(form, value)
+        return raw
+
+    def check_scalar(self, form: str, value):
+        """Validate a structural (scalar) value and return it normalised."""
+        if self.kind == "choice":
+            if value not in self.choices:
+                close = difflib.get_close_matches(str(value), list(map(str, self.choices)), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise InputError(f"{form}: {self.name}={value!r} is not allowed{hint}; allowed: {self.allowed()}")
+            return value
+        if self.kind == "integer":
+            if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
+                raise InputError(f"{form}: {self.name}={value!r} is not {self.allowed()}")
+            value = int(value)
+            if (self.minimum is not None and value < self.minimum) or (
+                    self.maximum is not None and value > self.maximum):
+                raise InputError(f"{form}: {self.name}={value} is out of range; allowed: {self.allowed()}")
+            return value
+        self.check_array(form, value)
+        return value
+
+    def check_array(self, form: str, value) -> np.ndarray:
+        """Validate numeric values (scalar or array) against the kind; return them as a float array."""
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(f"{form}: {self.name}={value!r} is not a number; allowed: {self.allowed()}") from None
+        bad = np.isnan(arr) | (np.isinf(arr) & ~(self.allow_inf & (arr > 0)))
+        if self.kind == "positive":
+            bad |= ~(arr > 0)
+        elif self.kind == "nonnegative":
+            bad |= ~(arr >= 0)
+        elif self.kind == "integer":
+            bad |= np.isfinite(arr) & (arr != np.round(arr))
+            if self.minimum is not None:
+                bad |= arr < self.minimum
+            if self.maximum is not None:
+                bad |= arr > self.maximum
+        if bad.any():
+            first = arr[bad].flat[0] if arr.ndim else arr
+            raise InputError(f"{form}: {self.name}={first:g} is not allowed; allowed: {self.allowed()}")
+        return arr
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A validity condition: a SymPy relation in the form's symbols plus the sentence a user reads."""
+
+    relation: sp.Basic
+    text: str
+
+    def latex(self) -> str:
+        from .latex import to_latex
+        return to_latex(self.relation)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a result comes from: paper file (in shared/papers) and equation/lemma, plus a note (errata)."""
+
+    paper: str
+    where: str
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.paper}, {self.where}" + (f" — {self.note}" if self.note else "")
+
+
+@dataclass(frozen=True)
+class NumericRoute:
+    """A case with no closed form: NumPy and mpmath evaluators with a stated method and error bound.
+
+    numpy(**numeric) -> ndarray; mp(**numeric) -> mpf (called inside ``mpmath.workdps``).
+    """
+
+    numpy: Callable
+    mp: Callable
+    method: str
+    error: str
+    defining: sp.Basic | None = None  # the defining integral, for printing
+
+
+@dataclass
+class ClosedForm:
+    """A registered result. See the module docstring.
+
+    expr: the SymPy expression when the form has no structural parameters, else ``None``.
+    builder: ``builder(**structural) -> sympy.Expr | NumericRoute`` for forms with structural parameters.
+    kernel: an optional hand-written stable NumPy kernel ``kernel(**numeric)``; the lambdified expression
+        stays available (``lambdified``) and the tests show the two agree.
+    conditions: extra validity conditions beyond each parameter's kind.
+    display: LaTeX of the general statement when it cannot be one SymPy expression (e.g. a recursion in n).
+    """
+
+    name: str
+    summary: str
+    params: tuple
+    provenance: Provenance
+    expr: sp.Basic | None = None
+    builder: Callable | None = None
+    conditions: tuple = ()
+    kernel: Callable | None = None
+    display: str | None = None
+    symbols: dict = field(init=False)
+
+    def __post_init__(self):
+        self.symbols = {p.name: p.symbol() for p in self.params if p.kind != "choice"}
+        if (self.expr is None) == (self.builder is None):
+            raise TypeError(f"{self.name}: give exactly one of expr and builder")
+        self._case = lru_cache(maxsize=None)(self._build)
+
+    # --- structure -------------------------------------------------------------------------------
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def numeric_params(self) -> list:
+        return [p for p in self.params if not p.is_structural]
+
+    @property
+    def structural_params(self) -> list:
+        return [p for p in self.params if p.is_structural]
+
+    def symbol(self, name: str) -> sp.Symbol:
+        return self.symbols[name]
+
+    def _build(self, key: tuple):
+        if self.builder is None:
+            return self.expr
+        return self.builder(**dict(key))
+
+    def case(self, **structural):
+        """The expression (or NumericRoute) for given structural values, checked and cached."""
+        key = self._structural_key(structural)
+        return self._case(key)
+
+    def is_exact(self, **structural) -> bool:
+        return not isinstance(self.case(**structural), NumericRoute)
+
+    def _structural_key(self, values: dict) -> tuple:
+        out = []
+        for p in self.structural_params:
+            v = values.get(p.name, p.default)
+            if v is REQUIRED:
+                raise InputError(f"{self.name}: missing parameter {p.name} ({p.allowed()})")
+            out.append((p.name, p.check_scalar(self.name, v)))
+        return tuple(out)
+
+    # --- input checking --------------------------------------------------------------------------
+    def _split(self, values: dict):
+        names = {p.name for p in self.params}
+        extra = sorted(set(values) - names)
+        if extra:
+            raise InputError(f"{self.name}: unknown parameter {extra[0]}; parameters are "
+                             + ", ".join(self.signature_parts()))
+        missing = [p.name for p in self.params if p.required and p.name not in values]
+        if missing:
+            raise InputError(f"{self.name}: missing parameter {missing[0]}; parameters are "
+                             + ", ".join(self.signature_parts()))
+        structural = {p.name: values.get(p.name, p.default) for p in self.structural_params}
+        key = self._structural_key(structural)
+        numeric = {}
+        for p in self.numeric_params:
+            v = values.get(p.name, p.default)
+            if isinstance(v, str):
+                v = float(v)
+            numeric[p.name] = p.check_array(self.name, v)
+        return key, numeric
+
+    def _check_conditions(self, key: tuple, numeric: dict):
+        if not self.conditions:
+            return
+        subs = dict(key)
+        arrays = {k: np.asarray(v, dtype=float) for k, v in numeric.items()}
+        for cond in self.conditions:
+            rel = cond.relation.subs({self.symbols[k]: v for k, v in subs.items() if k in self.symbols})
+            args = sorted(rel.free_symbols, key=lambda s: s.name)
+            ok = sp.lambdify(args, rel, modules="numpy")(*[arrays[s.name] for s in args]) if args else bool(rel)
+            ok = np.asarray(ok)
+            if not ok.all():
+                where = ", ".join(f"{s.name}={np.broadcast_to(arrays[s.name], ok.shape)[~ok].flat[0]:g}"
+                                  for s in args)
+                raise InputError(f"{self.name}: condition {cond.text} fails at {where}")
+
+    # --- evaluation ------------------------------------------------------------------------------
+    def numpy(self, **values) -> np.ndarray:
+        """Vectorised float64 evaluation (broadcasts numeric parameters)."""
+        key, numeric = self._split(values)
+        self._check_conditions(key, numeric)
+        case = self._case(key)
+        with np.errstate(all="ignore"):
+            if isinstance(case, NumericRoute):
+                out = case.numpy(**numeric)
+            elif self.kernel is not None:
+                out = self.kernel(**dict(key), **numeric)
+            else:
+                out = self._lambdified(key)(**numeric)
+        out = np.asarray(out, dtype=float)
+        if np.isnan(out).any():
+            raise NumericalError(f"{self.name}: the NumPy kernel gave NaN at valid input {values}")
+        return out[()] if out.ndim == 0 else out
+
+    def lambdified(self, **structural) -> Callable:
+        """The lambdified NumPy/SciPy function of the exact expression (keyword arguments)."""
+        return self._lambdified(self._structural_key(structural))
+
+    @lru_cache(maxsize=None)
+    def _lambdified(self, key: tuple) -> Callable:
+        case = self._case(key)
+        if isinstance(case, NumericRoute):
+            raise InputError(f"{self.name}: no closed form for {dict(key)} (numeric route: {case.method})")
+        args = [self.symbols[p.name] for p in self.numeric_params]
+        fn = sp.lambdify(args, case, modules=NUMPY_MODULES, cse=True)
+        names = [p.name for p in self.numeric_params]
+
+        def kernel(**kw):
+            return fn(*[kw[n] for n in names]) + np.zeros(np.broadcast(*[np.asarray(kw[n]) for n in names]).shape
+                                                          if names else ())
+        return kernel
+
+    @lru_cache(maxsize=None)
+    def _mp_lambdified(self, key: tuple) -> Callable:
+        args = [self.symbols[p.name] for p in self.numeric_params]
+        return sp.lambdify(args, self._case(key), modules=MPMATH_MODULES)
+
+    def mp(self, dps: int = 50, **values) -> mpmath.mpf:
+        """Reference evaluation with mpmath at ``dps`` significant digits (scalars only)."""
+        if not isinstance(dps, int) or dps < 5:
+            raise InputError(f"{self.name}: dps={dps!r} is not allowed; allowed: an integer >= 5")
+        key, _ = self._split(values)
+        raw = {p.name: values.get(p.name, p.default) for p in self.numeric_params}
+        for name, v in raw.items():
+            if np.ndim(v):
+                raise InputError(f"{self.name}: mp evaluation takes scalars; {name} is an array")
+        self._check_conditions(key, {k: float(v) for k, v in raw.items()})
+        case = self._case(key)
+        with mpmath.workdps(dps):
+            args = {k: mpmath.mpf(v) for k, v in raw.items()}
+            if isinstance(case, NumericRoute):
+                out = case.mp(**args)
+            else:
+                out = self._mp_lambdified(key)(*[args[p.name] for p in self.numeric_params])
+            out = mpmath.mpf(out) if not isinstance(out, mpmath.mpc) else out
+        if isinstance(out, mpmath.mpc) or mpmath.isnan(out):
+            raise NumericalError(f"{self.name}: mpmath gave {out} at valid input {values}")
+        return +out
+
+    # --- printing --------------------------------------------------------------------------------
+    def signature_parts(self) -> list:
+        parts = []
+        for p in self.params:
+            parts.append(p.name if p.required else f"{p.name}={p.default}")
+        return parts
+
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(self.signature_parts())})"
+
+    def latex(self, **structural) -> str:
+        """LaTeX of the result: the specific case if structural values are given, else the general form."""
+        from .latex import form_equation
+        return form_equation(self, **structural)
+
+    def _repr_latex_(self) -> str:
+        return "$" + self.latex() + "$"
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "parameters": [{"name": p.name, "kind": p.kind, "allowed": p.allowed(), "doc": p.doc,
+                            **({} if p.required else {"default": p.default})} for p in self.params],
+            "conditions": [c.text for c in self.conditions],
+            "provenance": str(self.provenance),
+        }
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return self is other

@@ -1,0 +1,81 @@
+"""The standard-normal special functions igbsym uses, as SymPy functions with stable numeric kernels.
+
+``Phi`` (the N(0,1) CDF) and ``PhiInv`` (its inverse) keep the papers' notation in printed expressions
+while lambdify maps them to SciPy's ``ndtr`` / a symmetric ``ndtri`` (accurate in both tails) and mpmath's
+``ncdf`` / an ``erfinv``-based inverse. ``rewrite(sp.erf)`` turns them into elementary SymPy for proofs.
+"""
+import mpmath
+import numpy as np
+import sympy as sp
+from scipy import special
+
+
+class Phi(sp.Function):
+    """Standard normal CDF Φ(x) = (1 + erf(x/√2))/2."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if x is sp.S.Zero:
+            return sp.S.Half
+        if x is sp.S.Infinity:
+            return sp.S.One
+        if x is sp.S.NegativeInfinity:
+            return sp.S.Zero
+        return None
+
+    def fdiff(self, argindex=1):
+        x = self.args[0]
+        return sp.exp(-x**2 / 2) / sp.sqrt(2 * sp.pi)
+
+    def _eval_rewrite_as_erf(self, x, **kwargs):
+        return (1 + sp.erf(x / sp.sqrt(2))) / 2
+
+    def _eval_is_positive(self):
+        return self.args[0].is_extended_real
+
+    def _latex(self, printer, exp=None):
+        s = r"\Phi\left(%s\right)" % printer._print(self.args[0])
+        return s if exp is None else r"%s^{%s}" % (s, exp)
+
+
+class PhiInv(sp.Function):
+    """Standard normal quantile Φ⁻¹(p) = √2 erfinv(2p − 1), for 0 < p < 1."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, p):
+        if p == sp.S.Half:
+            return sp.S.Zero
+        return None
+
+    def fdiff(self, argindex=1):
+        return sp.sqrt(2 * sp.pi) * sp.exp(PhiInv(self.args[0]) ** 2 / 2)
+
+    def _eval_rewrite_as_erfinv(self, p, **kwargs):
+        return sp.sqrt(2) * sp.erfinv(2 * p - 1)
+
+    def inverse(self, argindex=1):
+        return Phi
+
+    def _latex(self, printer, exp=None):
+        s = r"\Phi^{-1}\left(%s\right)" % printer._print(self.args[0])
+        return s if exp is None else r"\left(%s\right)^{%s}" % (s, exp)
+
+
+def ndtri_symmetric(p):
+    """Φ⁻¹(p) evaluated from the nearer tail, so p close to 1 keeps full relative accuracy in 1 − p."""
+    p = np.asarray(p, dtype=float)
+    return np.where(p < 0.5, special.ndtri(p), -special.ndtri(1.0 - p))
+
+
+def mp_ncdf_inv(p):
+    """Φ⁻¹(p) in mpmath at the working precision."""
+    p = mpmath.mpf(p)
+    return mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
+
+
+NUMPY_MODULES = [{"Phi": special.ndtr, "PhiInv": ndtri_symmetric}, "scipy", "numpy"]
+MPMATH_MODULES = [{"Phi": mpmath.ncdf, "PhiInv": mp_ncdf_inv}, "mpmath"]

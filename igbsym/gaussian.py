@@ -1,0 +1,47 @@
+"""Gaussian expectations E[f(σZ)], Z ~ N(0, 1), for activations with no closed form.
+
+NumPy route: composite 8-point Gauss–Legendre on z ∈ [−13, 13] (the tail mass beyond is < 1e-38) with panel
+width h = min(0.05, 0.4/σ). tanh, sigmoid and silu have poles at distance π/(2σ) from the real z axis, so a
+panel-to-pole ratio ≥ π/0.8 makes the 8-point rule's error ≲ 1e-15 per unit mass; GELU is entire. Stated
+bound (checked against the mpmath route in tests): relative error ≤ 1e-12 for σ ≤ 100.
+mpmath route: ``mpmath.quad`` (tanh–sinh) at the working precision with breakpoints every σ-independent unit
+of x, the reference.
+"""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+Z_MAX = 13.0
+ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
+
+
+def _nodes(h: float):
+    edges = np.linspace(-Z_MAX, Z_MAX, int(np.ceil(2 * Z_MAX / h)) + 1)
+    mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
+    z = (mid[:, None] + half[:, None] * _GL_X).ravel()
+    w = (half[:, None] * _GL_W).ravel() * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
+    return z, w
+
+
+def expect(f, sigma, *args, chunk: int = 4096):
+    """E[f(σZ, *args)], vectorised over broadcast σ and args (f must broadcast)."""
+    sigma, *args = np.broadcast_arrays(np.asarray(sigma, float), *[np.asarray(v, float) for v in args])
+    out = np.empty(sigma.shape)
+    flat_s, flat_a, flat_o = sigma.ravel(), [v.ravel() for v in args], out.reshape(-1)
+    for start in range(0, flat_s.size, chunk):
+        s = flat_s[start:start + chunk]
+        z, w = _nodes(min(0.05, 0.4 / max(float(s.max()), 1e-300)))
+        vals = f(s[:, None] * z, *[v[start:start + chunk, None] for v in flat_a])
+        flat_o[start:start + chunk] = vals @ w
+    return out[()] if out.ndim == 0 else out
+
+
+def mp_expect(f, sigma):
+    """E[f(σZ)] by mpmath.quad at the working precision (the reference route)."""
+    sigma = mpmath.mpf(sigma)
+    pts = [-mpmath.inf] + [sigma * t for t in range(-14, 15)] + [mpmath.inf]
+    pts = sorted(set(pts + [mpmath.mpf(t) for t in range(-8, 9)]), key=lambda v: v)
+    dens = lambda x: mpmath.exp(-(x / sigma) ** 2 / 2) / (sigma * mpmath.sqrt(2 * mpmath.pi))  # noqa: E731
+    return mpmath.quad(lambda x: f(x) * dens(x), pts)
