@@ -26,16 +26,30 @@ def alpha_of_z(z: float) -> float:
 
 @dataclass
 class Context:
-    """What a check is run with: device string, mode ('quick' | 'thorough'), base seed, progress callback."""
+    """What a check is run with: device string, mode ('quick' | 'thorough'), base seed, progress callback,
+    and where figures go (``report_dir``; None means do not plot)."""
 
     device: str = "cpu"
     mode: str = "quick"
     seed: int = 0
     progress: Callable[[str], None] = lambda msg: None
+    report_dir: object = None
+    figures: list = field(default_factory=list)
 
     @property
     def quick(self) -> bool:
         return self.mode == "quick"
+
+    def save_figure(self, name: str, fig, caption: str = "") -> None:
+        """Save a matplotlib figure as ``<report_dir>/<name>.png`` (no-op without a report dir) and close it."""
+        import matplotlib.pyplot as plt
+        if self.report_dir is not None:
+            from pathlib import Path
+            path = Path(self.report_dir) / f"{name}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=110, bbox_inches="tight")
+            self.figures.append((str(path), caption))
+        plt.close(fig)
 
 
 @dataclass
