@@ -222,9 +222,13 @@ class ClosedForm:
         return self.symbols[name]
 
     def _build(self, key: tuple):
-        if self.builder is None:
-            return self.expr
-        return self.builder(**dict(key))
+        case = self.expr if self.builder is None else self.builder(**dict(key))
+        if isinstance(case, sp.Basic):
+            stray = case.free_symbols - set(self.symbols.values())
+            if stray:
+                raise TypeError(f"{self.name}: expression symbols {sorted(map(str, stray))} are not the form's "
+                                f"parameter symbols (same name, same assumptions required)")
+        return case
 
     def case(self, **structural):
         """The expression (or NumericRoute) for given structural values, checked and cached."""

@@ -23,6 +23,10 @@ class Phi(sp.Function):
             return sp.S.One
         if x is sp.S.NegativeInfinity:
             return sp.S.Zero
+        if isinstance(x, PhiInv):
+            return x.args[0]
+        if x.could_extract_minus_sign():
+            return 1 - Phi(-x)  # canonical form: Φ(−x) = 1 − Φ(x)
         return None
 
     def fdiff(self, argindex=1):
@@ -49,6 +53,10 @@ class PhiInv(sp.Function):
     def eval(cls, p):
         if p == sp.S.Half:
             return sp.S.Zero
+        if isinstance(p, Phi):
+            return p.args[0]
+        if (2 * p - 1).could_extract_minus_sign() and p.free_symbols:
+            return -PhiInv(1 - p)  # canonical form: Φ⁻¹(1 − p) = −Φ⁻¹(p)
         return None
 
     def fdiff(self, argindex=1):
@@ -65,6 +73,34 @@ class PhiInv(sp.Function):
         return s if exp is None else r"\left(%s\right)^{%s}" % (s, exp)
 
 
+class BetaReg(sp.Function):
+    """Regularised incomplete beta function I_x(a, b) = B(x; a, b)/B(a, b), for a, b > 0 and 0 <= x <= 1.
+
+    SymPy's own ``betainc_regularized`` is used for proofs (``rewrite(sp.betainc_regularized)``); this class exists
+    because SymPy 1.14 lambdifies that function wrongly to SciPy (a missing parenthesis) and not at all to mpmath.
+    """
+
+    nargs = 3
+
+    def fdiff(self, argindex=3):
+        a, b, x = self.args
+        if argindex != 3:
+            raise sp.ArgumentIndexError(self, argindex)
+        return x**(a - 1) * (1 - x)**(b - 1) / sp.beta(a, b)
+
+    def _eval_rewrite_as_betainc_regularized(self, a, b, x, **kwargs):
+        return sp.betainc_regularized(a, b, 0, x)
+
+    def _latex(self, printer, exp=None):
+        s = r"I_{%s}\left(%s, %s\right)" % tuple(printer._print(v) for v in (self.args[2], *self.args[:2]))
+        return s if exp is None else r"\left(%s\right)^{%s}" % (s, exp)
+
+
+def mp_betainc_reg(a, b, x):
+    """I_x(a, b) in mpmath at the working precision."""
+    return mpmath.betainc(a, b, 0, x, regularized=True)
+
+
 def ndtri_symmetric(p):
     """Φ⁻¹(p) evaluated from the nearer tail, so p close to 1 keeps full relative accuracy in 1 − p."""
     p = np.asarray(p, dtype=float)
@@ -77,5 +113,5 @@ def mp_ncdf_inv(p):
     return mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
 
 
-NUMPY_MODULES = [{"Phi": special.ndtr, "PhiInv": ndtri_symmetric}, "scipy", "numpy"]
-MPMATH_MODULES = [{"Phi": mpmath.ncdf, "PhiInv": mp_ncdf_inv}, "mpmath"]
+NUMPY_MODULES = [{"Phi": special.ndtr, "PhiInv": ndtri_symmetric, "BetaReg": special.betainc}, "scipy", "numpy"]
+MPMATH_MODULES = [{"Phi": mpmath.ncdf, "PhiInv": mp_ncdf_inv, "BetaReg": mp_betainc_reg}, "mpmath"]

@@ -24,7 +24,8 @@ x = PhiInv(g)
 
 PDF = sp.exp((1 - 1 / gamma_pos) * x**2 / 2) / sp.sqrt(gamma_pos)
 LOGPDF = (1 - 1 / gamma_pos) * x**2 / 2 - sp.log(gamma_pos) / 2
-CDF = Phi(PhiInv(g) / sp.sqrt(gamma))
+g_closed = sp.Symbol("g", nonnegative=True)
+CDF = Phi(PhiInv(g_closed) / sp.sqrt(gamma))
 QUANTILE = Phi(sp.sqrt(gamma) * PhiInv(p))
 P_OUTSIDE = 2 * Phi(PhiInv(q) / sp.sqrt(gamma))
 
@@ -72,7 +73,7 @@ register(ClosedForm(
 register(ClosedForm(
     "igb.cdf", "P(G0 <= g) = Phi(Phi^{-1}(g)/sqrt(gamma)); gamma = 0 and inf are the limit laws (value 1/2 at the "
     "atom g = 1/2 for gamma = 0).", (Param("g", "nonnegative", "fraction guessed as class 0"), GAMMA), LAW,
-    expr=CDF, conditions=(Condition(sp.Le(g, 1), "0 <= g <= 1"),), kernel=_cdf))
+    expr=CDF, conditions=(Condition(sp.Le(g_closed, 1), "0 <= g <= 1"),), kernel=_cdf))
 register(ClosedForm(
     "igb.quantile", "The p-quantile of G0: Phi(sqrt(gamma) Phi^{-1}(p)).",
     (Param("p", "positive", "probability level"), GAMMA), LAW, expr=QUANTILE,

@@ -1,0 +1,473 @@
+"""Batched simulation of untrained MLPs: many weight initialisations evaluated at once on one fixed dataset.
+
+API (stable; other check modules rely on these names)
+------------------------------------------------------
+``NetSpec(d_in, widths, activation='relu', a=0.01, weight_law='normal', sigma_w=1.0, pool=None, norm=None,
+placement='pre', bn_batch=None, n_classes=2, srelu_shift=None)``
+    Hidden layer l is ``Linear(no bias) → [norm if placement='pre'] → activation → [norm if placement='post']
+    → [MaxPool1d(pool)]``; then an output ``Linear(no bias)`` to ``n_classes`` nodes. Weights of every layer
+    (output included) are i.i.d. with variance ``sigma_w**2 / fan_in``: 'normal' (Kaiming normal, kurtosis 3),
+    'uniform' (kurtosis 1.8) or 'rademacher' (±, kurtosis 1). ``norm`` ∈ {None, 'batchnorm', 'layernorm',
+    'rmsnorm'} uses the real ``torch.nn`` layers (no affine part; it is the identity at init); BatchNorm is in
+    training mode on consecutive mini-batches of ``bn_batch`` data points. ``srelu`` subtracts ``srelu_shift``
+    (default σ/√(2π) with σ = 1 after a pre-activation norm, else ``sigma_w``: the nominal ReLU mean of a
+    N(0, σ²) pre-activation, exact in layer 1 for unit-variance data).
+
+``simulate(spec, n_inits, n_data=None, seed=0, device=None, dtype=torch.float32, data=None, chunk=None,
+data_law='gaussian', df=5.0, layer_stats=True, moments=2, record=0, init_chunk=None, progress=None,
+shortcut=None) -> SimResult``
+    Init i always gets the same weights (seeded by (seed, i), independent of chunking); the dataset is the same
+    for every init: ``data`` (a [D, d_in] tensor) or a ``Blob`` of i.i.d. unit-variance coordinates
+    ('gaussian' | 'uniform' | 'laplace' | 'student' with ``df``) generated in fixed seeded blocks, so it is
+    never held in memory. Data stream in chunks of ``chunk`` rows (a multiple of ``bn_batch``) and inits in
+    groups of ``init_chunk``, both chosen to bound memory when None. Statistics accumulate in float64 as
+    shifted power sums. ``shortcut='gaussian'``: first-layer pre-activations of Gaussian data drawn as
+    z·Lᵀ with L = chol(WᵀW) and z ~ N(0, I_n) (exact in law for each init given W; needs width ≤ d_in).
+
+``SimResult`` (all tensors float64 on the CPU):
+    ``mu`` [I, C] per-init data mean of output O_c; ``var`` [I, C] its unbiased data variance;
+    ``g0`` [I] fraction of data with argmax == 0; ``frac`` [I, C] fraction with argmax == c;
+    ``out`` the output ``NodeStats``; ``layers[l][stage]`` a ``NodeStats`` per hidden layer l and stage in
+    ``stages(spec)`` ('pre' after Linear, 'norm', 'act', 'pool'); ``records`` {'out' or (l, stage): tensor
+    [I, record, n]} holding the first ``record`` data points; ``n_data``, ``n_inits``, ``seed``, ``spec``,
+    ``device``, ``seconds``.
+    ``NodeStats``: ``mean``, ``var`` (unbiased) [I, n]; ``m3``, ``m4`` (central, 1/D) when ``moments=4``.
+
+Helpers: ``sample_weights(spec, inits, seed, device, dtype)`` → list of [I, fan_in, fan_out];
+``forward(spec, weights, x, on_stage=None)`` the batched forward (x [N, d] shared or [I, N, d]);
+``sequential(spec, weights, i)`` the reference ``torch.nn.Sequential`` of init i; ``Blob``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from igbsym.errors import InputError
+
+from .device import resolve_device
+
+ACTIVATIONS = ("relu", "leaky_relu", "identity", "tanh", "erf", "sigmoid", "gelu", "silu", "srelu")
+WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # law -> kurtosis
+NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
+DATA_LAWS = ("gaussian", "uniform", "laplace", "student")
+BLOCK = 4096                       # rows per seeded data block
+_WEIGHTS, _DATA = 1, 2             # seed streams
+_ELEM_BUDGET = 1 << 24             # elements per live activation tensor (64 MB in float32)
+
+
+def _fail(msg):
+    raise InputError(msg)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class NetSpec:
+    """An untrained MLP architecture (see module docstring). Bad values raise InputError at construction."""
+
+    d_in: int
+    widths: tuple
+    activation: str = "relu"
+    a: float = 0.01
+    weight_law: str = "normal"
+    sigma_w: float = 1.0
+    pool: int | None = None
+    norm: str | None = None
+    placement: str = "pre"
+    bn_batch: int | None = None
+    n_classes: int = 2
+    srelu_shift: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "widths", tuple(self.widths) if not _is_int(self.widths) else (self.widths,))
+        if not _is_int(self.d_in) or self.d_in < 1:
+            _fail(f"NetSpec: d_in must be a positive integer, got {self.d_in!r}")
+        if not self.widths or any(not _is_int(w) or w < 1 for w in self.widths):
+            _fail(f"NetSpec: widths must be positive integers (at least one hidden layer), got {self.widths!r}")
+        if self.activation not in ACTIVATIONS:
+            _fail(f"NetSpec: unknown activation {self.activation!r}; allowed: {', '.join(ACTIVATIONS)}")
+        if self.weight_law not in WEIGHT_LAWS:
+            _fail(f"NetSpec: unknown weight_law {self.weight_law!r}; allowed: {', '.join(WEIGHT_LAWS)}")
+        if not (isinstance(self.sigma_w, (int, float)) and math.isfinite(self.sigma_w) and self.sigma_w > 0):
+            _fail(f"NetSpec: sigma_w must be a positive finite number, got {self.sigma_w!r}")
+        if not math.isfinite(float(self.a)):
+            _fail(f"NetSpec: leaky slope a must be finite, got {self.a!r}")
+        if self.pool is not None:
+            if not _is_int(self.pool) or self.pool < 1:
+                _fail(f"NetSpec: pool (max-pool kernel) must be a positive integer or None, got {self.pool!r}")
+            if any(w % self.pool for w in self.widths):
+                _fail(f"NetSpec: every width must be divisible by the pool kernel {self.pool}, got {self.widths}")
+        if self.norm not in NORMS:
+            _fail(f"NetSpec: unknown norm {self.norm!r}; allowed: None, batchnorm, layernorm, rmsnorm")
+        if self.placement not in ("pre", "post"):
+            _fail(f"NetSpec: placement must be 'pre' or 'post' (norm before/after activation), got "
+                  f"{self.placement!r}")
+        if self.norm == "batchnorm" and (not _is_int(self.bn_batch) or self.bn_batch < 2):
+            _fail(f"NetSpec: batchnorm needs an integer bn_batch >= 2, got {self.bn_batch!r}")
+        if not _is_int(self.n_classes) or self.n_classes < 2:
+            _fail(f"NetSpec: n_classes must be an integer >= 2, got {self.n_classes!r}")
+
+    @property
+    def batch(self) -> int:
+        """Rows that must be processed together (the BN batch, else 1)."""
+        return self.bn_batch if self.norm == "batchnorm" else 1
+
+    def shapes(self) -> list:
+        """(fan_in, fan_out) of every Linear layer, the output layer last."""
+        k = self.pool or 1
+        ins = [self.d_in] + [w // k for w in self.widths]
+        return list(zip(ins, list(self.widths) + [self.n_classes]))
+
+    def shift(self) -> float:
+        """The srelu shift: the ReLU mean σ/√(2π) of a nominal N(0, σ²) pre-activation."""
+        if self.srelu_shift is not None:
+            return float(self.srelu_shift)
+        sigma = 1.0 if (self.norm is not None and self.placement == "pre") else self.sigma_w
+        return sigma / math.sqrt(2 * math.pi)
+
+
+def stages(spec: NetSpec) -> tuple:
+    """The recorded stages of each hidden layer, in order."""
+    out = ["pre"]
+    if spec.norm and spec.placement == "pre":
+        out.append("norm")
+    out.append("act")
+    if spec.norm and spec.placement == "post":
+        out.append("norm")
+    if spec.pool and spec.pool > 1:
+        out.append("pool")
+    return tuple(out)
+
+
+def _seed(seed: int, stream: int, index: int) -> int:
+    state = np.random.SeedSequence([seed, stream, index]).generate_state(2, np.uint32)
+    return int(state[0]) << 31 | int(state[1]) >> 1
+
+
+# --------------------------------------------------------------------------------------------- data
+class Blob:
+    """i.i.d. unit-variance data in R^d, generated in seeded blocks of BLOCK rows (never stored whole)."""
+
+    def __init__(self, d: int, law: str = "gaussian", seed: int = 0, df: float = 5.0):
+        if law not in DATA_LAWS:
+            _fail(f"unknown data_law {law!r}; allowed: {', '.join(DATA_LAWS)}")
+        if law == "student" and not df > 2:
+            _fail(f"student data needs df > 2 (finite variance), got {df!r}")
+        self.d, self.law, self.seed, self.df = d, law, seed, float(df)
+        self._cache = (None, None)
+
+    @property
+    def kurtosis(self) -> float:
+        """Kurtosis E[x⁴] of one coordinate (inf for Student df ≤ 4)."""
+        return {"gaussian": 3.0, "uniform": 1.8, "laplace": 6.0}.get(
+            self.law, 3 + 6 / (self.df - 4) if self.df > 4 else math.inf)
+
+    def _block(self, b: int) -> np.ndarray:
+        if self._cache[0] == b:
+            return self._cache[1]
+        rng = np.random.default_rng(_seed(self.seed, _DATA, b))
+        shape = (BLOCK, self.d)
+        if self.law == "gaussian":
+            x = rng.standard_normal(shape, dtype=np.float64)
+        elif self.law == "uniform":
+            x = rng.uniform(-math.sqrt(3), math.sqrt(3), shape)
+        elif self.law == "laplace":
+            x = rng.laplace(0.0, 1 / math.sqrt(2), shape)
+        else:
+            x = rng.standard_t(self.df, shape) / math.sqrt(self.df / (self.df - 2))
+        self._cache = (b, x)
+        return x
+
+    def rows(self, start: int, stop: int) -> torch.Tensor:
+        """Rows [start, stop) as a float64 CPU tensor."""
+        parts = []
+        for b in range(start // BLOCK, (stop - 1) // BLOCK + 1):
+            lo, hi = max(start, b * BLOCK) - b * BLOCK, min(stop, (b + 1) * BLOCK) - b * BLOCK
+            parts.append(self._block(b)[lo:hi])
+        return torch.from_numpy(np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+
+# --------------------------------------------------------------------------------------------- network
+def sample_weights(spec: NetSpec, inits, seed: int, device=None, dtype=torch.float32) -> list:
+    """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone."""
+    device = resolve_device(device) if not isinstance(device, torch.device) else device
+    shapes = spec.shapes()
+    out = [torch.empty((len(inits), fi, fo), device=device, dtype=dtype) for fi, fo in shapes]
+    gen = torch.Generator(device=device)
+    for k, i in enumerate(inits):
+        gen.manual_seed(_seed(seed, _WEIGHTS, int(i)))
+        for w, (fi, _) in zip(out, shapes):
+            s = spec.sigma_w / math.sqrt(fi)
+            if spec.weight_law == "normal":
+                w[k].normal_(0.0, s, generator=gen)
+            elif spec.weight_law == "uniform":
+                w[k].uniform_(-math.sqrt(3) * s, math.sqrt(3) * s, generator=gen)
+            else:
+                w[k].bernoulli_(0.5, generator=gen).mul_(2 * s).sub_(s)
+    return out
+
+
+def activation(spec: NetSpec, h: torch.Tensor) -> torch.Tensor:
+    name = spec.activation
+    if name == "relu":
+        return torch.relu(h)
+    if name == "leaky_relu":
+        return F.leaky_relu(h, spec.a)
+    if name == "identity":
+        return h
+    if name == "srelu":
+        return torch.relu(h) - spec.shift()
+    return {"tanh": torch.tanh, "erf": torch.erf, "sigmoid": torch.sigmoid, "gelu": F.gelu,
+            "silu": F.silu}[name](h)
+
+
+def _norm(spec: NetSpec, h: torch.Tensor) -> torch.Tensor:
+    """The real torch.nn normalisation layer applied to h [I, N, n] (per init; BN over consecutive batches)."""
+    n_init, n, width = h.shape
+    kw = dict(device=h.device, dtype=h.dtype)
+    if spec.norm == "layernorm":
+        return nn.LayerNorm(width, elementwise_affine=False, **kw)(h)
+    if spec.norm == "rmsnorm":
+        return nn.RMSNorm(width, elementwise_affine=False, **kw)(h)
+    b = spec.bn_batch
+    y = h.reshape(n_init, n // b, b, width).permute(2, 0, 1, 3).reshape(b, -1)
+    y = nn.BatchNorm1d(y.shape[1], affine=False, track_running_stats=False, **kw)(y)
+    return y.reshape(b, n_init, n // b, width).permute(1, 2, 0, 3).reshape(n_init, n, width)
+
+
+def forward(spec: NetSpec, weights: list, x: torch.Tensor, on_stage=None, first=None) -> torch.Tensor:
+    """Batched forward pass: outputs [I, N, C]. ``x`` is [N, d] (shared by all inits) or [I, N, d].
+
+    ``on_stage(layer, stage, h)`` sees every hidden tensor [I, N, n]. ``first`` (optional) replaces the
+    first Linear: a precomputed [I, N, n] pre-activation (the Gaussian shortcut).
+    """
+    n_init = weights[0].shape[0]
+    if first is not None:
+        h = first
+    elif x.dim() == 2:   # one big GEMM: [N, d] @ [d, I*n]
+        d, n = weights[0].shape[1:]
+        h = (x @ weights[0].permute(1, 0, 2).reshape(d, n_init * n)).view(x.shape[0], n_init, n).transpose(0, 1)
+    else:
+        h = torch.bmm(x, weights[0])
+    for layer in range(len(spec.widths)):
+        if layer:
+            h = torch.bmm(h, weights[layer])
+        for stage in stages(spec):
+            if stage == "norm":
+                h = _norm(spec, h)
+            elif stage == "act":
+                h = activation(spec, h)
+            elif stage == "pool":
+                h = nn.MaxPool1d(spec.pool)(h.reshape(-1, 1, h.shape[-1])).reshape(n_init, h.shape[1], -1)
+            if on_stage is not None:
+                on_stage(layer, stage, h)
+    return torch.bmm(h, weights[-1])
+
+
+class _Act(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+
+    def forward(self, h):
+        return activation(self.spec, h)
+
+
+def sequential(spec: NetSpec, weights: list, i: int) -> nn.Sequential:
+    """The reference network of init i as a torch.nn.Sequential (Linear, norm, activation, MaxPool1d)."""
+    mods = []
+    for layer, w in enumerate(weights[:-1]):
+        lin = nn.Linear(*w.shape[1:], bias=False, device=w.device, dtype=w.dtype)
+        lin.weight.data.copy_(w[i].T)
+        mods.append(lin)
+        width = w.shape[2]
+        for stage in stages(spec)[1:]:
+            if stage == "act":
+                mods.append(_Act(spec))
+            elif stage == "pool":
+                mods += [nn.Unflatten(1, (1, width)), nn.MaxPool1d(spec.pool), nn.Flatten()]
+            elif spec.norm == "batchnorm":
+                mods.append(nn.BatchNorm1d(width, affine=False, device=w.device, dtype=w.dtype))
+            elif spec.norm == "layernorm":
+                mods.append(nn.LayerNorm(width, elementwise_affine=False, device=w.device, dtype=w.dtype))
+            else:
+                mods.append(nn.RMSNorm(width, elementwise_affine=False, device=w.device, dtype=w.dtype))
+    out = nn.Linear(*weights[-1].shape[1:], bias=False, device=weights[-1].device, dtype=weights[-1].dtype)
+    out.weight.data.copy_(weights[-1][i].T)
+    return nn.Sequential(*mods, out).train()
+
+
+# --------------------------------------------------------------------------------------------- statistics
+@dataclass
+class NodeStats:
+    """Per init and node: data mean and unbiased data variance [I, n]; central m3, m4 (1/D) if requested."""
+
+    mean: torch.Tensor
+    var: torch.Tensor
+    n: int
+    m3: torch.Tensor | None = None
+    m4: torch.Tensor | None = None
+
+    @staticmethod
+    def cat(parts: list) -> "NodeStats":
+        pick = lambda k: None if getattr(parts[0], k) is None else torch.cat([getattr(p, k) for p in parts])
+        return NodeStats(pick("mean"), pick("var"), parts[0].n, pick("m3"), pick("m4"))
+
+
+class _Moments:
+    """Streaming shifted power sums S_k = Σ (x − K)^k over the data axis, in float64."""
+
+    def __init__(self, order: int):
+        self.order, self.shift, self.sums, self.n = order, None, None, 0
+
+    def add(self, x: torch.Tensor):
+        if self.shift is None:
+            self.shift = x.mean(1, keepdim=True)
+            self.sums = [0.0] * self.order
+        y = x - self.shift
+        p = y
+        for k in range(self.order):
+            self.sums[k] = self.sums[k] + p.sum(1, dtype=torch.float64)
+            if k + 1 < self.order:
+                p = p * y
+        self.n += x.shape[1]
+
+    def result(self) -> NodeStats:
+        n, s = self.n, [t.cpu() / self.n for t in self.sums]
+        m1 = s[0]
+        m2 = (s[1] - m1 * m1).clamp_min(0)
+        mean = self.shift.squeeze(1).to(device="cpu", dtype=torch.float64) + m1
+        st = NodeStats(mean, m2 * n / max(n - 1, 1), n)
+        if self.order >= 4:
+            st.m3 = s[2] - 3 * m1 * s[1] + 2 * m1**3
+            st.m4 = s[3] - 4 * m1 * s[2] + 6 * m1**2 * s[1] - 3 * m1**4
+        return st
+
+
+@dataclass
+class SimResult:
+    spec: NetSpec
+    n_inits: int
+    n_data: int
+    seed: int
+    device: str
+    out: NodeStats
+    frac: torch.Tensor
+    layers: list
+    records: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def mu(self) -> torch.Tensor:
+        return self.out.mean
+
+    @property
+    def var(self) -> torch.Tensor:
+        return self.out.var
+
+    @property
+    def g0(self) -> torch.Tensor:
+        return self.frac[:, 0]
+
+
+def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law):
+    if not isinstance(spec, NetSpec):
+        _fail(f"simulate: spec must be a NetSpec, got {type(spec).__name__}")
+    if not _is_int(n_inits) or n_inits < 1:
+        _fail(f"simulate: n_inits must be a positive integer, got {n_inits!r}")
+    if data is not None:
+        if not isinstance(data, torch.Tensor) or data.dim() != 2 or data.shape[1] != spec.d_in:
+            _fail(f"simulate: data must be a [D, d_in={spec.d_in}] tensor")
+        if n_data is not None and n_data != data.shape[0]:
+            _fail(f"simulate: n_data={n_data} but data has {data.shape[0]} rows")
+        n_data = data.shape[0]
+    if not _is_int(n_data) or n_data < 2:
+        _fail(f"simulate: n_data must be an integer >= 2, got {n_data!r}")
+    if n_data % spec.batch:
+        _fail(f"simulate: n_data={n_data} must be a multiple of bn_batch={spec.batch}")
+    if not _is_int(seed) or seed < 0:
+        _fail(f"simulate: seed must be a non-negative integer, got {seed!r}")
+    if dtype not in (torch.float32, torch.float64):
+        _fail(f"simulate: dtype must be torch.float32 or torch.float64, got {dtype}")
+    if moments not in (2, 4):
+        _fail(f"simulate: moments must be 2 or 4, got {moments!r}")
+    if not _is_int(record) or not 0 <= record <= n_data:
+        _fail(f"simulate: record must be an integer in [0, n_data], got {record!r}")
+    if chunk is not None and (not _is_int(chunk) or chunk < 1 or chunk % spec.batch):
+        _fail(f"simulate: chunk must be a positive multiple of bn_batch={spec.batch}, got {chunk!r}")
+    if shortcut not in (None, "gaussian"):
+        _fail(f"simulate: shortcut must be None or 'gaussian', got {shortcut!r}")
+    if shortcut and (data is not None or data_law != "gaussian" or spec.widths[0] > spec.d_in):
+        _fail("simulate: the gaussian shortcut needs the default Gaussian data and widths[0] <= d_in")
+    return n_data
+
+
+def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int = 0, device=None,
+             dtype=torch.float32, data: torch.Tensor | None = None, chunk: int | None = None,
+             data_law: str = "gaussian", df: float = 5.0, layer_stats: bool = True, moments: int = 2,
+             record: int = 0, init_chunk: int | None = None, progress=None, shortcut: str | None = None
+             ) -> SimResult:
+    """Run ``n_inits`` independent initialisations of ``spec`` on one dataset of ``n_data`` points."""
+    n_data = _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law)
+    device = resolve_device(device)
+    t0 = time.perf_counter()
+    per_init = sum(fi * fo for fi, fo in spec.shapes())
+    group = init_chunk or max(1, min(n_inits, (1 << 25) // per_init))
+    widest = max(spec.d_in, *spec.widths)
+    b = spec.batch
+    if chunk is None:
+        chunk = max(b, _ELEM_BUDGET // (group * widest) // b * b)
+    chunk = min(max(chunk, -(-record // b) * b), n_data)
+    blob = None if data is not None else Blob(spec.widths[0] if shortcut else spec.d_in, data_law, seed, df)
+    outs, fracs, layer_parts, rec_parts = [], [], [], {}
+    total, done = n_inits * n_data, 0
+    for g_start in range(0, n_inits, group):
+        inits = range(g_start, min(n_inits, g_start + group))
+        weights = sample_weights(spec, inits, seed, device, dtype)
+        chol = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]) if shortcut else None
+        acc_out = _Moments(moments)
+        acc = {(l, s): _Moments(moments) for l in range(len(spec.widths)) for s in stages(spec)} \
+            if layer_stats else {}
+        counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=device)
+        rec = {}
+
+        for start in range(0, n_data, chunk):
+            stop = min(n_data, start + chunk)
+            x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device, dtype=dtype)
+            first = None
+            if shortcut:
+                n = spec.widths[0]
+                first = (x @ chol.transpose(1, 2).permute(1, 0, 2).reshape(n, -1)).view(
+                    x.shape[0], len(inits), n).transpose(0, 1)
+
+            def on_stage(layer, stage, h, start=start):
+                if layer_stats:
+                    acc[layer, stage].add(h)
+                if start == 0 and record:
+                    rec[layer, stage] = h[:, :record].to("cpu", copy=True)
+
+            o = forward(spec, weights, x, on_stage if (layer_stats or record) else None, first)
+            acc_out.add(o)
+            counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)
+            if start == 0 and record:
+                rec["out"] = o[:, :record].to("cpu", copy=True)
+            done += len(inits) * (stop - start)
+            if progress is not None:
+                progress(done / total)
+        outs.append(acc_out.result())
+        fracs.append((counts / n_data).cpu())
+        layer_parts.append({k: v.result() for k, v in acc.items()})
+        for k, v in rec.items():
+            rec_parts.setdefault(k, []).append(v)
+    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in stages(spec)}
+              for l in range(len(spec.widths))] if layer_stats else []
+    return SimResult(spec, n_inits, n_data, seed, str(device), NodeStats.cat(outs), torch.cat(fracs), layers,
+                     {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0)
