@@ -17,7 +17,7 @@ import sympy as sp
 
 import igbsym
 from igbsym.functions import Phi, PhiInv
-from igbsym.latex import escape, to_latex
+from igbsym.latex import equation, escape, preamble, to_latex
 
 
 class DerivationError(AssertionError):
@@ -80,7 +80,8 @@ class Derivation:
                 raise DerivationError(f"{name} {case} {split}: derived {derived} != registered {registered}")
         how = "simplify(derived - registered) == 0" + (f" on each of {cases}" if cases else "")
         self.proofs.append(Proof(name, "symbolic", how, case))
-        self.step(f"Proved {name} {_case_text(case)} equals the derivation.", sp.Eq(sp.Symbol(name), registered))
+        self.step(f"Proved: {name} {_case_text(case)} equals the derivation.",
+                  r"\mathrm{%s} = %s" % (name.replace("_", r"\_"), to_latex(registered)))
 
     def prove_numeric_identity(self, name: str, derived_mp, points: list, dps: int = 50, tol: float = 1e-40,
                                reason: str = "", **case):
@@ -115,8 +116,7 @@ class Derivation:
         for text, expr in self.steps:
             out.append(escape(text))
             if expr is not None:
-                body = expr if isinstance(expr, str) else to_latex(expr)
-                out += [r"\begin{dmath*}", body, r"\end{dmath*}"]
+                out.append(equation(expr if isinstance(expr, str) else to_latex(expr)))
             out.append("")
         if self.errata:
             out.append(r"\subsection*{Errata found}")
@@ -142,10 +142,7 @@ def _case_text(case: dict) -> str:
 
 def document(derivations, title="igbsym derivations") -> str:
     """A complete LaTeX document of one or more derivations."""
-    head = [r"\documentclass[11pt]{article}", r"\usepackage[margin=2cm]{geometry}",
-            r"\usepackage{amsmath,amssymb}", r"\usepackage{breqn}", r"\begin{document}",
-            r"\title{%s}" % escape(title), r"\date{}", r"\maketitle"]
-    return "\n".join(head + [d.latex() for d in derivations] + [r"\end{document}", ""])
+    return "\n".join(preamble(title) + [d.latex() for d in derivations] + [r"\end{document}", ""])
 
 
 __all__ = ["Derivation", "DerivationError", "Phi", "PhiInv", "document", "symbolically_equal", "to_elementary"]

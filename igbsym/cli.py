@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import mpmath
+import numpy as np
 
 from . import registry
 from .errors import InputError, NumericalError
@@ -79,10 +80,20 @@ def cmd_eval(args):
     form = registry.get(args.name)
     values = _parse_assignments(form, args.assignments)
     if args.dps is not None:
-        value = mpmath.nstr(form.mp(args.dps, **values), args.dps, strip_zeros=False)
+        out = form.mp(args.dps, **values)
+        if isinstance(out, mpmath.matrix):  # matrix-valued form: rows of strings
+            value = [[mpmath.nstr(out[i, j], args.dps, strip_zeros=False) for j in range(out.cols)]
+                     for i in range(out.rows)]
+        else:
+            value = mpmath.nstr(out, args.dps, strip_zeros=False)
     else:
         numeric = {k: (float(v) if isinstance(v, str) and k in form.symbols else v) for k, v in values.items()}
-        value = repr(float(form.numpy(**numeric)))
+        out = form.numpy(**numeric)
+        value = repr(float(out)) if np.ndim(out) == 0 else [[repr(float(v)) for v in row] for row in out]
+    if isinstance(value, list) and not args.json:
+        width = max(len(v) for row in value for v in row)
+        print("\n".join("[" + "  ".join(v.rjust(width) for v in row) + "]" for row in value))
+        return
     if args.json:
         print(json.dumps({"name": form.name, "params": _json_params(form, values), "value": value}))
     else:

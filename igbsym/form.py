@@ -311,8 +311,10 @@ class ClosedForm:
         if isinstance(case, NumericRoute):
             raise InputError(f"{self.name}: no closed form for {dict(key)} (numeric route: {case.method})")
         args = [self.symbols[p.name] for p in self.numeric_params]
-        fn = sp.lambdify(args, case, modules=NUMPY_MODULES, cse=True)
         names = [p.name for p in self.numeric_params]
+        if isinstance(case, sp.MatrixBase):
+            return _matrix_kernel(sp.lambdify(args, list(case), modules=NUMPY_MODULES, cse=True), names, case.shape)
+        fn = sp.lambdify(args, case, modules=NUMPY_MODULES, cse=True)
 
         def kernel(**kw):
             return fn(*[kw[n] for n in names]) + np.zeros(np.broadcast(*[np.asarray(kw[n]) for n in names]).shape
@@ -341,10 +343,12 @@ class ClosedForm:
                 out = case.mp(**args)
             else:
                 out = self._mp_lambdified(key)(*[args[p.name] for p in self.numeric_params])
+            if isinstance(out, mpmath.matrix):
+                return _mp_matrix(self.name, out, values)
             out = mpmath.mpf(out) if not isinstance(out, mpmath.mpc) else out
         if isinstance(out, mpmath.mpc) or mpmath.isnan(out):
             raise NumericalError(f"{self.name}: mpmath gave {out} at valid input {values}")
-        return +out
+        return out  # keeps the precision it was computed at (no unary + outside workdps)
 
     # --- printing --------------------------------------------------------------------------------
     def signature_parts(self) -> list:
@@ -379,3 +383,22 @@ class ClosedForm:
 
     def __eq__(self, other):
         return self is other
+
+
+def _matrix_kernel(fn, names: list, shape: tuple) -> Callable:
+    """NumPy kernel of a matrix-valued form: broadcast shape of the parameters + the matrix shape."""
+    def kernel(**kw):
+        values = [np.asarray(kw[n], dtype=float) for n in names]
+        base = np.broadcast(*values).shape if names else ()
+        entries = [np.broadcast_to(np.asarray(e, dtype=float), base) for e in fn(*values)]
+        return np.stack(entries, axis=-1).reshape(base + shape)
+    return kernel
+
+
+def _mp_matrix(name: str, out, values: dict):
+    """Check an mpmath matrix result entry by entry (real, not NaN) and return it."""
+    for i in range(out.rows):
+        for j in range(out.cols):
+            if isinstance(out[i, j], mpmath.mpc) or mpmath.isnan(out[i, j]):
+                raise NumericalError(f"{name}: mpmath gave {out[i, j]} at valid input {values}")
+    return out

@@ -45,10 +45,24 @@ def form_equation(form, **structural) -> str:
     return _lhs(form, structural) + " = " + to_latex(case)
 
 
+def equation(body: str) -> str:
+    """A displayed equation; long ones are scaled to the line width so the document never overflows."""
+    if len(body) > 110:
+        return "\\[\\resizebox{\\linewidth}{!}{$\\displaystyle %s$}\\]" % body
+    return "\\[ %s \\]" % body
+
+
+def preamble(title: str) -> list:
+    """The document head shared by the forms document and the derivation documents."""
+    return [r"\documentclass[11pt]{article}", r"\usepackage[margin=2cm]{geometry}",
+            r"\usepackage{amsmath,amssymb,graphicx}", r"\begin{document}",
+            r"\title{%s}" % escape(title), r"\date{}", r"\maketitle"]
+
+
 def form_section(form) -> str:
     """A document section for one form: equation, conditions, provenance."""
     lines = [r"\subsection*{\texttt{%s}}" % escape(form.name), escape(form.summary), "",
-             r"\begin{dmath*}", form_equation_for_document(form), r"\end{dmath*}"]
+             equation(form_equation_for_document(form))]
     conds = [escape(p.name) + ": " + escape(p.allowed()) for p in form.params]
     conds += [escape(c.text) for c in form.conditions]
     lines += [r"\noindent\textbf{Conditions.} " + "; ".join(conds) + ".", "",
@@ -67,9 +81,6 @@ def form_equation_for_document(form) -> str:
 
 def document(forms, title: str = "igbsym: registered closed forms") -> str:
     """A complete, compilable LaTeX document of the given forms."""
-    head = [r"\documentclass[11pt]{article}", r"\usepackage[margin=2cm]{geometry}",
-            r"\usepackage{amsmath,amssymb}", r"\usepackage{breqn}", r"\begin{document}",
-            r"\title{%s}" % escape(title), r"\date{}", r"\maketitle",
-            r"\noindent $\Phi$ is the standard normal CDF; expressions are exact SymPy output unless a "
-            r"numeric route is named.", ""]
+    head = preamble(title) + [r"\noindent $\Phi$ is the standard normal CDF; expressions are exact SymPy output "
+                              r"unless a numeric route is named.", ""]
     return "\n".join(head + [form_section(f) for f in forms] + [r"\end{document}", ""])

@@ -1,0 +1,150 @@
+"""Kurtosis of deep narrow leaky-ReLU nets, vanishing empirical variance and dead ReLU outputs.
+
+Paper: kurtosis-vanishing-empirical-variance.txt (Grzejdziak, Loog, Tax 2023): Prop. 4.3 (the transition matrix A
+acting on k = [kappa_l, c_l, 1]), Lemmas 4.4-4.6 and Thm. 4.7 (growth), Sec. 5 (law of the empirical variance),
+App. B (Prop. B.1/B.2, P(y != 0) for ReLU nets). Every form is derived in derivations/kurtosis.py.
+
+Notation: u = (1 + a^4)/(1 + a^2)^2 in [1/2, 1]; in raw-moment coordinates m = (kappa, e), e = 1 + c/sigma2^2 =
+E[y_i^2 y_j^2]/sigma2^2, the affine map A is the homogeneous 2x2 map M = [[2u kappa_w/w, 3(w-1)/w], [2u/w, (w-1)/w]],
+so kappa_L = lam_+^L (P_+ m_0)_1 + lam_-^L (P_- m_0)_1 with the eigenvalues lam_+- of M and its spectral projectors.
+"""
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from ..form import ClosedForm, Condition, Param, Provenance
+from ..registry import register
+
+THESIS = "kurtosis-vanishing-empirical-variance.txt"
+
+W = Param("w", "integer", "layer width (fan-in of the next layer); w = 1 makes only the kappa row meaningful",
+          minimum=1)
+A = Param("a", "real", "leaky slope (a = 0 ReLU, a = 1 linear)")
+KAPPA_W = Param("kappa_w", "positive", "kurtosis of the weight law (normal 3, uniform 1.8, Rademacher 1)")
+SIGMA2 = Param("sigma2", "positive", "variance sigma_x^2 of every unit (preserved by He init, Prop. 3.2)")
+L = Param("L", "integer", "number of layers (transitions A) after the input", minimum=0)
+KAPPA0 = Param("kappa0", "positive", "kurtosis of the input units (Gaussian: 3)")
+C0 = Param("c0", "real", "Cov[x_i^2, x_j^2] of two input units (independent units: 0)")
+N = Param("n", "integer", "sample size of the empirical variance", minimum=2)
+KAPPA = Param("kappa", "positive", "kurtosis of the sampled law")
+EPS = Param("eps", "positive", "threshold on S_n^2/sigma^2")
+
+w, a, kw, s2, ell, k0, c0, n, kap, eps = (p.symbol() for p in (W, A, KAPPA_W, SIGMA2, L, KAPPA0, C0, N, KAPPA, EPS))
+
+U = (1 + a**4) / (1 + a**2) ** 2
+P11 = 2 * U * kw / w          # A_11: the fourth-moment (diagonal) term, Lemma 4.1 times E[W^4]
+OFF = 3 * (w - 1) / w         # A_12 sigma2^2 = A_13: the 6 C(w,2) pair terms, Lemma 4.2
+G21 = 2 * U / w               # A_21 / sigma2^2
+D22 = (w - 1) / w             # A_22
+MATRIX = sp.ImmutableMatrix([[P11, OFF / s2**2, OFF],
+                             [G21 * s2**2, D22, -s2**2 / w],
+                             [0, 0, 1]])
+TRACE = P11 + D22
+DET = sp.factor(P11 * D22 - OFF * G21)
+DISC = sp.factor(TRACE**2 - 4 * DET)           # = (P11 - D22)^2 + 4 OFF G21 > 0
+LAM_PLUS = (TRACE + sp.sqrt(DISC)) / 2
+LAM_MINUS = (TRACE - sp.sqrt(DISC)) / 2
+E0 = 1 + c0 / s2**2                           # raw fourth cross-moment E[x_i^2 x_j^2]/sigma2^2
+
+
+def _projected(row: int, sign: int):
+    """Row ``row`` of P_(sign) m_0, P_+ = (M - lam_- I)/(lam_+ - lam_-), P_- = (lam_+ I - M)/(lam_+ - lam_-)."""
+    lam_other = LAM_MINUS if sign > 0 else LAM_PLUS
+    m_row = [(P11, OFF), (G21, D22)][row]
+    diag = (k0, E0)[row]
+    return sign * (m_row[0] * k0 + m_row[1] * E0 - lam_other * diag) / sp.sqrt(DISC)
+
+
+KAPPA_AFTER = LAM_PLUS**ell * _projected(0, 1) + LAM_MINUS**ell * _projected(0, -1)
+C_AFTER = s2**2 * (LAM_PLUS**ell * _projected(1, 1) + LAM_MINUS**ell * _projected(1, -1) - 1)
+
+
+def _eigen(w, a, kappa_w):
+    """lam_+, r = lam_-/lam_+ and sqrt(disc) in float64 (lam_+ >= 1 on the domain)."""
+    u = (1 + a**4) / (1 + a**2) ** 2
+    p, off, g, d = 2 * u * kappa_w / w, 3 * (w - 1) / w, 2 * u / w, (w - 1) / w
+    root = np.sqrt((p - d) ** 2 + 4 * off * g)
+    lam_p, lam_m = (p + d + root) / 2, (p + d - root) / 2
+    return p, off, g, d, lam_p, lam_m / lam_p, root, lam_m
+
+
+def _after_kernel(row):
+    """kappa_L (row 0) or c_L (row 1) as lam_+^L [(P_+ m0) + r^L (P_- m0)]: overflow gives inf, never inf - inf."""
+    def kernel(L, w, a, kappa_w, kappa0, c0, sigma2):
+        p, off, g, d, lam_p, r, root, lam_m = _eigen(w, a, kappa_w)
+        e0 = 1 + c0 / sigma2**2
+        first, second = (p * kappa0 + off * e0, kappa0) if row == 0 else (g * kappa0 + d * e0, e0)
+        plus = (first - lam_m * second) / root
+        minus = (lam_p * second - first) / root
+        value = lam_p**L * (plus + r**L * minus)
+        return value if row == 0 else sigma2**2 * (value - 1)
+    return kernel
+
+
+def _p_small_kernel(eps, n, kappa):
+    shape = n / (kappa - (n - 3) / (n - 1))
+    return special.gammainc(shape, shape * eps)
+
+
+_KW_COND = Condition(sp.Ge(kw, 1), "kappa_w >= 1 (every law has E[W^4] >= E[W^2]^2)")
+_INPUT_CONDS = (Condition(sp.Ge(k0, 1), "kappa0 >= 1"),
+                Condition(sp.Ge(c0 + s2**2, 0), "c0 >= -sigma2^2 (E[x_i^2 x_j^2] >= 0)"),
+                Condition(sp.Le(c0, (k0 - 1) * s2**2), "c0 <= (kappa0 - 1) sigma2^2 (Cauchy-Schwarz)"))
+_HYPOTHESES = ("exact for any input that is zero-mean and jointly sign-symmetric ((x_i) =d (s_i x_i) for all signs "
+               "s), e.g. independent symmetric units; every hidden layer of the net is (row-sign flips of W), so "
+               "only the input layer needs it; kappa0 = E[x^4]/sigma2^2 and c0 are averages over units / pairs")
+LEMMA42 = ("Lemma 4.2 is false as printed ('identically distributed, uncorrelated, zero-mean, symmetric' is not "
+           "enough: derivations/kurtosis.py gives an exact counterexample); it holds under joint sign symmetry, "
+           "which every hidden layer has")
+INDEX = "Prop. 3.2 / Sec. 3 write Var W^(l) = 2/(w_l(a^2+1)); it is the fan-in w_(l-1) (as the proof of Prop. 4.3 uses)"
+
+register(ClosedForm(
+    "kurtosis.matrix", "Transition matrix A of Prop. 4.3: [kappa_(l+1), c_(l+1), 1] = A [kappa_l, c_l, 1].",
+    (W, A, KAPPA_W, SIGMA2), Provenance(THESIS, "Prop. 4.3", f"{LEMMA42}; {INDEX}; {_HYPOTHESES}"),
+    expr=MATRIX, conditions=(_KW_COND,)))
+register(ClosedForm(
+    "kurtosis.lambda_max", "Largest eigenvalue of A (Lemma 4.5): the per-layer growth factor of kappa_L.",
+    (W, A, KAPPA_W, SIGMA2),
+    Provenance(THESIS, "Lemma 4.5", "lambda_max > 1 for all w >= 2, any a, kappa_w >= 1 (proved via tr - det - 1 > 0); "
+                                    "the only failure for w >= 1 is w = 1, a^2 = 1, kappa_w = 1 where it equals 1; "
+                                    "independent of sigma2"),
+    expr=LAM_PLUS, conditions=(_KW_COND,)))
+register(ClosedForm(
+    "kurtosis.after", "Output kurtosis kappa_L after L layers of constant width w (Prop. 4.3 iterated, eigen form).",
+    (L, W, A, KAPPA_W, KAPPA0, C0, SIGMA2),
+    Provenance(THESIS, "Prop. 4.3, Thm. 4.7", "closed form of [A^L k0]_1 via the spectral projectors of the 2x2 "
+               f"raw-moment map; kernel: lam_+^L[(P+m0)_1 + r^L (P-m0)_1], r = lam_-/lam_+; {_HYPOTHESES}"),
+    expr=KAPPA_AFTER, conditions=(_KW_COND, *_INPUT_CONDS), kernel=_after_kernel(0)))
+register(ClosedForm(
+    "kurtosis.c_after", "Cov[y_i^2, y_j^2] of two output units after L layers of constant width w >= 2.",
+    (L, W, A, KAPPA_W, KAPPA0, C0, SIGMA2),
+    Provenance(THESIS, "Prop. 4.3 (second row), iterated", _HYPOTHESES),
+    expr=C_AFTER, conditions=(_KW_COND, Condition(sp.Ge(w, 2), "w >= 2 (two units needed)"), *_INPUT_CONDS),
+    kernel=_after_kernel(1)))
+
+_IID = ("exact for n iid draws; the n outputs of ONE network share its weights and are not independent, so in the "
+        "thesis Fig. 1 setting this is an approximation (validation/checks_kurtosis.py measures the gap)")
+register(ClosedForm(
+    "kurtosis.var_s2", "Var[S_n^2] of the unbiased sample variance of n iid draws with variance sigma2, kurtosis kappa.",
+    (N, KAPPA, SIGMA2), Provenance(THESIS, "Sec. 5 (O'Neill 2014)", _IID),
+    expr=(kap - (n - 3) / (n - 1)) * s2**2 / n, conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),)))
+register(ClosedForm(
+    "kurtosis.df", "Degrees of freedom DF_n = 2 sigma^4 / Var[S_n^2] of the moment-matched chi^2 law of S_n^2/sigma^2.",
+    (N, KAPPA), Provenance(THESIS, "Sec. 5", "kappa = 3 gives DF_n = n - 1 (exact chi^2 for Gaussian draws)"),
+    expr=2 * n / (kap - (n - 3) / (n - 1)), conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),)))
+_SHAPE = n / (kap - (n - 3) / (n - 1))
+register(ClosedForm(
+    "kurtosis.p_small_var", "P(S_n^2/sigma^2 < eps) under the Gamma(k = DF_n/2, theta = 2/DF_n) approximation.",
+    (EPS, N, KAPPA),
+    Provenance(THESIS, "Sec. 5", "moment-matched (mean 1, variance 2/DF_n) approximation, exact for Gaussian draws "
+               f"(kappa = 3); {_IID}; kernel: scipy gammainc (the lambdified Gamma ratio overflows for k > 171)"),
+    expr=sp.lowergamma(_SHAPE, _SHAPE * eps) / sp.gamma(_SHAPE), conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),),
+    kernel=_p_small_kernel))
+register(ClosedForm(
+    "kurtosis.p_nonzero", "P(y^(L) != 0) for a ReLU net (a = 0) of constant width w and depth L (w = 1: Prop. B.1).",
+    (L, W),
+    Provenance(THESIS, "App. B, Prop. B.1/B.2", "needs a jointly sign-symmetric input without atoms at 0 and weights "
+               "without atoms (Gaussian, uniform); Rademacher weights break the 'all units zero or none' step and "
+               "uncorrelated-but-dependent inputs break the 2^-w orthant probability; Prop. B.2 lists widths w_1..w_d "
+               "but the product runs over w_0..w_(d-1)"),
+    expr=(1 - 2**(-w)) ** ell, kernel=lambda L, w: np.exp(L * np.log1p(-np.exp2(-w)))))

@@ -1,0 +1,225 @@
+"""BatchNorm family: kernels vs independent mpmath routes, exact identities, limits, bad input, and small Monte
+Carlo checks of the two laws (the full torch checks live in validation/checks_bn.py)."""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+from scipy import special, stats
+
+import igbsym
+from igbsym.families.bn import gamma_half_ratio
+
+get = igbsym.get
+INTS = st.integers(min_value=7, max_value=5000)
+
+
+def mp_proxy_pdf(b, B):
+    """Scaled Student t: sqrt(B/(B-2)) T_{B-2}, from the t density (independent of the registered form)."""
+    nu, c = mpmath.mpf(B - 2), mpmath.sqrt(mpmath.mpf(B) / (B - 2))
+    t = mpmath.mpf(b) / c
+    return mpmath.gamma((nu + 1) / 2) / (mpmath.sqrt(nu * mpmath.pi) * mpmath.gamma(nu / 2)) \
+        * (1 + t * t / nu) ** (-(nu + 1) / 2) / c
+
+
+def mp_canon_pdf(b, B):
+    """Beta(1/2, (B-2)/2) law of z^2/(B-1), pushed to z (independent route)."""
+    x = mpmath.mpf(b) ** 2 / (B - 1)
+    if x >= 1:
+        return mpmath.mpf(0)
+    a, c = mpmath.mpf(1) / 2, mpmath.mpf(B - 2) / 2
+    # Beta density at x times |dx/dz| = 2|z|/(B-1), halved for the two signs; x^(a-1) |z| = sqrt(B-1)
+    return (1 - x) ** (c - 1) / mpmath.beta(a, c) / mpmath.sqrt(B - 1)
+
+
+def mp_moment(pdf, B, f, edge=mpmath.inf):
+    with mpmath.workdps(40):
+        return mpmath.quad(lambda s: f(s) * pdf(s, B), [-edge, -1, 0, 1, edge])
+
+
+def rel(a, b):
+    return abs(float(a) - float(b)) / max(abs(float(b)), 1e-300)
+
+
+def test_gamma_half_ratio_matches_mpmath():
+    z = np.array([0.5, 1, 2.5, 10, 24.9, 25, 25.1, 100, 1e4, 1e8, 1e12])
+    got = gamma_half_ratio(z)
+    with mpmath.workdps(40):
+        ref = [mpmath.gamma(mpmath.mpf(v) + 0.5) / mpmath.gamma(mpmath.mpf(v)) for v in z]
+    assert max(rel(g, r) for g, r in zip(got, ref)) < 1e-14
+
+
+@pytest.mark.parametrize("B", [3, 4, 5, 8, 16, 64, 512, 10**5])
+def test_pdfs_match_independent_mpmath(B):
+    bs = np.array([-7.0, -2.2, -0.3, 0.0, 0.4, 1.0, 1.7, 3.0, 25.0])
+    for name, ref in (("bn.pdf", mp_proxy_pdf), ("bn.pdf_canonical", mp_canon_pdf)):
+        got = get(name).numpy(b=bs, B=B)
+        with mpmath.workdps(40):
+            want = [ref(v, B) for v in bs]
+        for g, w, v in zip(got, want, bs):
+            if name == "bn.pdf_canonical" and abs(v * v - (B - 1)) < 1e-9:
+                continue
+            assert (g == 0 and w == 0) or rel(g, w) < 1e-12, (name, B, v, g, w)
+
+
+@pytest.mark.parametrize("B", [3, 5, 8, 64, 150])  # Γ² in the lambdified form overflows near B = 340
+def test_kernels_equal_lambdified_and_mp(B):
+    bs = np.linspace(-0.99, 0.99, 9) * math.sqrt(B - 1)
+    for name in ("bn.pdf", "bn.pdf_canonical", "bn.cdf", "bn.cdf_canonical"):
+        f = get(name)
+        assert np.allclose(f.numpy(b=bs, B=B), f.lambdified()(b=bs, B=B), rtol=1e-12, atol=1e-15)
+    for name in ("bn.relu_mean", "bn.relu_var", "bn.gamma", "bn.relu_mean_canonical", "bn.relu_var_canonical",
+                 "bn.gamma_canonical"):
+        f = get(name)
+        if B < 5 and not name.endswith("canonical"):
+            continue
+        assert rel(f.numpy(B=B), f.lambdified()(B=B)) < 1e-12
+        assert rel(f.numpy(B=B), f.mp(B=B)) < 1e-12
+
+
+@pytest.mark.parametrize("B", [3, 4, 7, 40])
+def test_cdfs_against_scipy_and_quadrature(B):
+    bs = np.array([-40.0, -3.0, -1.0, 0.0, 0.5, 2.0, 40.0])
+    c = math.sqrt(B / (B - 2))
+    assert np.allclose(get("bn.cdf").numpy(b=bs, B=B), stats.t(B - 2).cdf(bs / c), rtol=1e-12, atol=1e-15)
+    canon = get("bn.cdf_canonical").numpy(b=bs, B=B)
+    x = np.minimum(bs**2 / (B - 1), 1)
+    want = 0.5 + np.sign(bs) * stats.beta(0.5, (B - 2) / 2).cdf(x) / 2
+    assert np.allclose(canon, want, rtol=1e-12, atol=1e-15)
+    with mpmath.workdps(30):
+        q = mpmath.quad(lambda s: mp_canon_pdf(s, B), [0, 0.5])
+    assert rel(get("bn.cdf_canonical").mp(b=0.5, B=B) - 0.5, q) < 1e-20
+
+
+def test_left_tail_cdf_keeps_relative_accuracy():
+    got = get("bn.cdf").numpy(b=-1e3, B=30)
+    with mpmath.workdps(40):  # P(T_28 < -1e3 sqrt(28/30)) as a Beta tail, computed directly
+        want = mpmath.betainc(14, 0.5, 0, mpmath.mpf(30) / (30 + 10**6), regularized=True) / 2
+    assert 0 < got < 1e-60 and rel(got, want) < 1e-12
+
+
+@pytest.mark.parametrize("B", [7, 9, 20])
+def test_moments_by_quadrature(B):
+    var = mp_moment(mp_proxy_pdf, B, lambda s: s * s)
+    assert rel(get("bn.var").numpy(B=B), var) < 1e-12
+    m4 = mp_moment(mp_proxy_pdf, B, lambda s: s**4)
+    assert rel(get("bn.kurtosis").numpy(B=B), m4 / var**2) < 1e-11
+    relu = mp_moment(mp_proxy_pdf, B, lambda s: max(s, 0))
+    assert rel(get("bn.relu_mean").numpy(B=B), relu) < 1e-12
+    edge = mpmath.sqrt(B - 1)
+    for f, name in ((lambda s: s * s, "bn.var_canonical"), (lambda s: s**4, "bn.kurtosis_canonical"),
+                    (lambda s: max(s, 0), "bn.relu_mean_canonical")):
+        assert rel(get(name).numpy(B=B), mp_moment(mp_canon_pdf, B, f, edge)) < 1e-12, name
+
+
+def test_two_point_law_at_B2():
+    """B = 2: torch BN gives z = +-1 exactly, so E ReLU = 1/2, Var = 1/4, gamma = 1, kurtosis 1."""
+    assert rel(get("bn.relu_mean_canonical").numpy(B=2), 0.5) < 1e-15
+    assert rel(get("bn.gamma_canonical").numpy(B=2), 1.0) < 1e-14
+    assert get("bn.kurtosis_canonical").numpy(B=2) == 1.0
+    assert get("bn.support_canonical").numpy(B=2) == 1.0
+
+
+def test_special_values():
+    assert math.isclose(get("bn.gamma").numpy(B=6), 1 / 3, rel_tol=1e-14)  # E ReLU = 3√6·√π/(8√π)...: exact 1/3
+    assert math.isclose(get("bn.gamma_canonical").numpy(B=6), 45 / 83, rel_tol=1e-14)
+    assert get("bn.pdf_canonical").numpy(b=0.3, B=4) == pytest.approx(1 / (2 * math.sqrt(3)), rel=1e-14)  # uniform
+    assert get("bn.gamma_relu_bn").numpy(B=np.array([2, 8, np.inf])).tolist() == [0.0, 0.0, 0.0]
+
+
+@given(B=INTS)
+@example(B=7)
+def test_large_B_ordering_and_limits(B):
+    g_inf = 1 / (math.pi - 1)
+    gp, gc = get("bn.gamma").numpy(B=B), get("bn.gamma_canonical").numpy(B=B)
+    assert gp < g_inf < gc
+    assert get("bn.var").numpy(B=B) > 1 == get("bn.var_canonical").numpy(B=B)
+    assert get("bn.kurtosis_canonical").numpy(B=B) < 3 < get("bn.kurtosis").numpy(B=B)
+    for est, g in (("proxy", gp), ("canonical", gc)):
+        approx = get("bn.gamma_large_B").numpy(B=B, estimator=est)
+        assert abs(approx - g) < 3.0 / B**2  # O(1/B^2) remainder, constant bounded by the B = 7 value
+
+
+@pytest.mark.parametrize("est,name", [("proxy", "bn.pdf"), ("canonical", "bn.pdf_canonical")])
+def test_pdf_large_B_error_is_order_B_minus_2(est, name):
+    bs = np.linspace(-3, 3, 13)
+    errs = [np.max(np.abs(get("bn.pdf_large_B").numpy(b=bs, B=B, estimator=est) - get(name).numpy(b=bs, B=B)))
+            for B in (100, 1000, 10000)]
+    assert 80 < errs[0] / errs[1] < 120 and 80 < errs[1] / errs[2] < 120  # ratio 100 per decade: O(1/B^2)
+    assert np.max(np.abs(get(name).numpy(b=bs, B=10**9) - stats.norm.pdf(bs))) < 1e-8
+
+
+def test_tv_matches_mpmath_and_asymptote():
+    c = math.sqrt(1 + math.sqrt(2))
+    const = stats.norm.pdf(c) * c * (2 + math.sqrt(2))
+    for B in (3, 4, 5, 8, 64, 512, 10**6, 10**9):
+        assert rel(get("bn.tv_proxy").numpy(B=B), get("bn.tv_proxy").mp(B=B)) < 1e-13
+    tvs = get("bn.tv_proxy").numpy(B=np.array([10**4, 10**6]))
+    assert abs(tvs[0] * 1e4 - const) < 2e-4 and abs(tvs[1] * 1e6 - const) < 2e-6
+
+
+@given(B=st.integers(3, 400), b=st.floats(-50, 50))
+def test_density_properties(B, b):
+    """Symmetric, non-negative, CDF consistent with the density (finite differences) and with symmetry."""
+    for pdf, cdf in (("bn.pdf", "bn.cdf"), ("bn.pdf_canonical", "bn.cdf_canonical")):
+        f, F = get(pdf), get(cdf)
+        assert f.numpy(b=b, B=B) == pytest.approx(f.numpy(b=-b, B=B), rel=1e-14, abs=1e-300)
+        assert F.numpy(b=b, B=B) + F.numpy(b=-b, B=B) == pytest.approx(1.0, abs=1e-14)
+        assert f.numpy(b=b, B=B) >= 0
+    edge = math.sqrt(B - 1)
+    assert get("bn.cdf_canonical").numpy(b=edge * 1.0001 + 1e-9, B=B) == 1.0
+
+
+@given(B=st.integers(3, 60))
+def test_density_integrates_to_one(B):
+    total = get("bn.cdf").numpy(b=1e6, B=B) - get("bn.cdf").numpy(b=-1e6, B=B)
+    grid = np.linspace(-1, 1, 200001)[1:-1] * math.sqrt(B - 1)
+    trap = np.trapezoid(get("bn.pdf_canonical").numpy(b=grid, B=B), grid)
+    assert total == pytest.approx(1, abs=1e-6 if B == 3 else 1e-12)
+    assert trap == pytest.approx(1, abs=2e-2 if B == 3 else 1e-4)  # B = 3: arcsine edge singularity
+
+
+def test_monte_carlo_leave_one_out_and_canonical_numpy():
+    """Independent numpy simulation (no torch): explicit leave-one-out and batch-normalised values."""
+    rng = np.random.default_rng(1)
+    for B in (5, 12):
+        x = rng.normal(3.0, 2.0, size=(40000, B))
+        rest = x[:, 1:]
+        bt = (x[:, 0] - rest.mean(1)) / rest.std(1)
+        z = (x[:, 0] - x.mean(1)) / x.std(1)
+        assert stats.kstest(bt, lambda v: get("bn.cdf").numpy(b=v, B=B)).pvalue > 1e-4
+        assert stats.kstest(z, lambda v: get("bn.cdf_canonical").numpy(b=v, B=B)).pvalue > 1e-4
+        assert np.allclose(z, np.sqrt(B - 1) * bt / np.sqrt(B + bt**2), atol=1e-12)  # the exact map
+
+
+@pytest.mark.parametrize("name,kw,msg", [
+    ("bn.pdf", dict(b=0.0, B=2), "B >= 3"),
+    ("bn.var", dict(B=4), "B >= 5"),
+    ("bn.kurtosis", dict(B=6), "B >= 7"),
+    ("bn.relu_mean", dict(B=3), "B >= 4"),
+    ("bn.gamma", dict(B=np.array([8, 4])), "B >= 5"),
+    ("bn.pdf_canonical", dict(b=0.0, B=2), "B >= 3"),
+    ("bn.gamma_canonical", dict(B=1), "B=1"),
+    ("bn.gamma_canonical", dict(B=7.5), "integer"),
+    ("bn.var", dict(B=np.inf), "B=inf"),
+    ("bn.pdf", dict(b=np.nan, B=8), "b=nan"),
+    ("bn.tv_proxy", dict(B=2), "B=2"),
+    ("bn.pdf_large_B", dict(b=0.0, B=8, estimator="torch"), "estimator"),
+])
+def test_bad_input(name, kw, msg):
+    with pytest.raises(igbsym.InputError, match=msg.replace("+", r"\+")):
+        get(name).numpy(**kw)
+
+
+def test_no_nan_on_wide_grid():
+    bs = np.concatenate([-np.logspace(-3, 8, 30), [0.0], np.logspace(-3, 8, 30)])
+    for B in (3, 4, 5, 7, 10, 345, 10**6, 10**12):
+        for name in ("bn.pdf", "bn.cdf", "bn.pdf_canonical", "bn.cdf_canonical"):
+            out = get(name).numpy(b=bs, B=B)
+            assert np.all(np.isfinite(out)) and np.all(out >= 0)
+    Bs = np.array([7, 10, 345, 1000, 10**6, 10**12])
+    for name in ("bn.gamma", "bn.gamma_canonical", "bn.relu_mean", "bn.relu_var", "bn.var", "bn.kurtosis"):
+        assert np.all(np.isfinite(get(name).numpy(B=Bs)))
+    assert abs(get("bn.gamma").numpy(B=10**12) - 1 / (math.pi - 1)) < 1e-11
+    assert special.betainc(0.5, 1.0, 0.25) > 0  # SciPy's I_x mapping used by BetaReg is available

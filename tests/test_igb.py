@@ -1,0 +1,127 @@
+"""The IGB law: kernels vs mpmath vs quadrature, limits, tails, sampler and regimes."""
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+from scipy import integrate, special, stats
+
+import igbsym
+from igbsym import activations as acts
+from igbsym.law import GAMMA_NEUTRAL, regime, sample
+from reference import gauss_expect, rel_err
+
+G = st.floats(1e-12, 1 - 1e-12)
+GAMMA = st.floats(1e-3, 1e3)
+
+
+def mp_pdf(g, gamma):
+    """Independent route: change of variables of x ~ N(0, gamma) at g = Phi(x), in mpmath."""
+    with mpmath.workdps(40):
+        x = mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(g) - 1)
+        gamma = mpmath.mpf(gamma)
+        return mpmath.npdf(x, 0, mpmath.sqrt(gamma)) / mpmath.npdf(x)
+
+
+@given(g=G, gamma=GAMMA)
+@example(g=0.5, gamma=1.0)
+def test_pdf_kernel_mp_and_change_of_variables_agree(g, gamma):
+    ref = mp_pdf(g, gamma)
+    # conditioning: d log f / d g is ~ |x|/(gamma phi(x)); keep to g where 1-g and g are resolved to 1e-12
+    assert rel_err(igbsym.get("igb.pdf").mp(30, g=g, gamma=gamma), ref) < 1e-25
+    x = float(special.ndtri(g))
+    cond = 1 + abs(1 - 1 / gamma) * x * x  # relative error of exp((1 - 1/gamma) x^2 / 2) from rounding in x
+    log_ref = float(mpmath.log(ref))
+    assert abs(igbsym.get("igb.logpdf").numpy(g=g, gamma=gamma) - log_ref) < 1e-14 * cond * 50
+    if ref > 1e-290:  # below that the float result is subnormal and loses relative precision by design
+        assert rel_err(igbsym.get("igb.pdf").numpy(g=g, gamma=gamma), ref) < 1e-14 * cond * 50
+
+
+@given(gamma=st.floats(0.01, 50))
+def test_pdf_integrates_to_one_and_cdf_is_its_integral(gamma):
+    """Substituting g = Phi(x): int_0^G f(g) dg = int_{-inf}^{Phi^-1(G)} f(Phi(x)) phi(x) dx (Simpson on a fine grid)."""
+    pdf, cdf = igbsym.get("igb.pdf"), igbsym.get("igb.cdf")
+    lo = -12 * max(1, np.sqrt(gamma))
+    for g in (0.05, 0.3, 0.5):  # f(g) = f(1-g), so the half-line x < 0 covers the whole law
+        xs = np.linspace(lo, special.ndtri(g), 20001)
+        vals = pdf.numpy(g=special.ndtr(xs).clip(1e-300), gamma=gamma) * stats.norm.pdf(xs)
+        integral = integrate.simpson(vals, x=xs) + special.ndtr(lo / np.sqrt(gamma))
+        assert abs(integral - cdf.numpy(g=g, gamma=gamma)) < 1e-7, g
+        if g == 0.5:
+            assert abs(2 * integral - 1) < 2e-7
+
+
+@given(p=st.floats(1e-10, 1 - 1e-10), gamma=st.floats(1e-3, 30))
+def test_quantile_inverts_cdf(p, gamma):
+    q = igbsym.get("igb.quantile").numpy(p=p, gamma=gamma)
+    if 1e-300 < q < 1 - 1e-15:
+        assert abs(igbsym.get("igb.cdf").numpy(g=q, gamma=gamma) - p) < 1e-9 * max(1, 1 / np.sqrt(gamma))
+
+
+def test_exact_limits():
+    g = np.array([0.0, 1e-300, 0.2, 0.5, 0.7, 1 - 1e-16, 1.0])
+    cdf = igbsym.get("igb.cdf")
+    np.testing.assert_array_equal(cdf.numpy(g=g, gamma=0.0), [0, 0, 0, 0.5, 1, 1, 1])
+    np.testing.assert_array_equal(cdf.numpy(g=g, gamma=np.inf), [0, 0.5, 0.5, 0.5, 0.5, 0.5, 1])
+    # Phi(Phi^-1(g)) round trip: condition number ~ x^2 ~ 1400 at g = 1e-300, so 1400 eps ~ 3e-13
+    np.testing.assert_allclose(cdf.numpy(g=g, gamma=1.0), g, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(igbsym.get("igb.pdf").numpy(g=g[1:-1], gamma=1.0), 1.0, rtol=0, atol=0)
+    np.testing.assert_array_equal(igbsym.get("igb.quantile").numpy(p=[0.1, 0.5, 0.9], gamma=0.0), [0.5] * 3)
+    np.testing.assert_array_equal(igbsym.get("igb.quantile").numpy(p=[0.1, 0.5, 0.9], gamma=np.inf), [0, 0.5, 1])
+    np.testing.assert_array_equal(igbsym.get("igb.corr").numpy(gamma=[0.0, 1.0, np.inf]), [0, 0.5, 1])
+
+
+def test_tails_never_nan_and_logpdf_never_overflows():
+    g = np.array([5e-324, 1e-300, 1e-100, 1 - 1e-16, 1 - 2**-53])
+    for gamma in (1e-6, 0.3, 1.0, 7.0, 1e6):
+        lp = igbsym.get("igb.logpdf").numpy(g=g, gamma=gamma)
+        assert np.all(np.isfinite(lp))
+        assert not np.isnan(igbsym.get("igb.pdf").numpy(g=g, gamma=gamma)).any()
+    # symmetric tail: 1 - 1e-16 resolves as well as 1e-16
+    lp = igbsym.get("igb.logpdf")
+    assert abs(lp.numpy(g=1 - 2**-53, gamma=3.0) - lp.numpy(g=2**-53, gamma=3.0)) < 1e-12
+
+
+def test_sampler_follows_the_law():
+    """KS test of 20000 draws (fixed seed) against igb.cdf; per-test false-failure rate 1e-6."""
+    cdf = igbsym.get("igb.cdf")
+    for gamma in (0.1, 1.0, 5.0):
+        draws = sample(gamma, 20000, np.random.default_rng(7))
+        p = stats.kstest(draws, lambda u: cdf.numpy(g=u, gamma=gamma)).pvalue
+        assert p > 1e-6, (gamma, p)
+    assert set(np.unique(sample(np.inf, 100, np.random.default_rng(0)))) <= {0.0, 1.0}
+
+
+def test_regimes_follow_the_stated_thresholds():
+    p_out = igbsym.get("igb.p_outside")
+    assert abs(p_out.numpy(gamma=GAMMA_NEUTRAL) - 0.01) < 1e-12
+    assert [regime(v) for v in (0, GAMMA_NEUTRAL, 0.5, 1.0, 1.0001, np.inf)] == \
+        ["neutral", "neutral", "weak prejudice", "weak prejudice", "deep prejudice", "deep prejudice"]
+    with pytest.raises(igbsym.InputError):
+        regime(-1)
+
+
+@pytest.mark.parametrize("activation", acts.names())
+def test_gamma_equals_mean_squared_over_variance_by_quadrature(activation):
+    for sw in (0.5, 1.0, 2.0):
+        f = acts.get(activation)
+        m = gauss_expect(lambda x: f.mp(x, 0.01, sw), 0, sw, dps=30)
+        v = gauss_expect(lambda x: (f.mp(x, 0.01, sw) - m) ** 2, 0, sw, dps=30)
+        got = igbsym.get("igb.gamma").numpy(activation=activation, sigma_w=sw)
+        assert abs(got - float(m * m / v)) <= 1e-11 * float(m * m / v) + 1e-13
+    if activation == "relu":
+        assert abs(igbsym.get("igb.gamma").numpy(activation="relu") - 1 / (np.pi - 1)) < 1e-15
+    if acts.get(activation).odd:
+        assert igbsym.get("igb.gamma").numpy(activation=activation) == 0
+
+
+@pytest.mark.parametrize("name,kw,fragment", [
+    ("igb.pdf", dict(g=1.5, gamma=1), "0 < g < 1"),
+    ("igb.pdf", dict(g=0.5, gamma=0), "gamma=0 is not allowed"),
+    ("igb.cdf", dict(g=0.5, gamma=-1), "gamma=-1 is not allowed; allowed: a real number >= 0 (or inf)"),
+    ("igb.quantile", dict(p=1.0, gamma=1), "0 < p < 1"),
+    ("igb.p_outside", dict(gamma=1, q=0.7), "0 < q < 1/2"),
+])
+def test_bad_input(name, kw, fragment):
+    with pytest.raises(igbsym.InputError, match=None) as err:
+        igbsym.get(name).numpy(**kw)
+    assert fragment in str(err.value)

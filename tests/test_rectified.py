@@ -1,0 +1,115 @@
+"""Rectified-Gaussian, leaky-ReLU and activation-moment forms against mpmath quadrature of their definitions."""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+
+import igbsym
+from igbsym import activations as acts
+from reference import gauss_expect, rel_err
+
+T = st.floats(-10, 50)
+SIG = st.floats(0.05, 20)
+
+
+@given(t=T, sigma=SIG)
+@example(t=0.0, sigma=1.0)
+@example(t=-10.0, sigma=3.0)
+def test_rectified_mean_and_var_match_quadrature(t, sigma):
+    mu = t * sigma
+    relu = lambda x: max(x, 0)  # noqa: E731
+    m_ref = gauss_expect(relu, mu, sigma, lo=0)
+    v_ref = gauss_expect(lambda x: relu(x) ** 2, mu, sigma, lo=0) - m_ref**2
+    assert rel_err(igbsym.get("rectified.mean").numpy(mu=mu, sigma=sigma), m_ref) < 1e-12 * max(1, t * t / 10)
+    assert rel_err(igbsym.get("rectified.var").numpy(mu=mu, sigma=sigma), v_ref) < 1e-12 * max(1, abs(t) ** 3 / 10)
+    assert rel_err(igbsym.get("rectified.mean").mp(30, mu=mu, sigma=sigma), m_ref) < 1e-25
+
+
+@given(n=st.integers(0, 8), t=st.floats(-5, 8), sigma=SIG)
+def test_rectified_moment_matches_quadrature(n, t, sigma):
+    mu = t * sigma
+    form = igbsym.get("rectified.moment")
+    ref = gauss_expect(lambda x: max(x, 0) ** n if n else 1, mu, sigma, lo=0 if n else -mpmath.inf)
+    assert rel_err(form.mp(30, n=n, mu=mu, sigma=sigma), ref) < 1e-25
+    assert rel_err(form.numpy(n=n, mu=mu, sigma=sigma), ref) < 1e-12 * 10 ** max(0, n - 2) * max(1, abs(t)) ** (n + 1)
+
+
+def test_hand_kernels_equal_lambdified_closed_form():
+    """Where the plain closed form is itself accurate (mu/sigma >= -8), the stable kernels reproduce it."""
+    sigma = np.linspace(0.1, 5, 301)
+    mu = np.linspace(-8, 40, 301) * sigma
+    for name in ("rectified.mean", "rectified.var"):
+        form = igbsym.get(name)
+        np.testing.assert_allclose(form.numpy(mu=mu, sigma=sigma), form.lambdified()(mu=mu, sigma=sigma), rtol=1e-10)
+
+
+@given(a=st.floats(-3, 3), t=st.floats(-4, 4), sigma=st.floats(0.1, 5))
+def test_lemma_f1_true_form(a, t, sigma):
+    """E[ReLU(aX)] by quadrature; the paper's a·E[ReLU(X)] agrees only for a > 0."""
+    if abs(a) < 1e-3:
+        return
+    mu = t * sigma
+    ref = gauss_expect(lambda x: max(a * x, 0), mu, sigma)
+    assert rel_err(igbsym.get("rectified.scaled_mean").numpy(alpha=a, mu=mu, sigma=sigma), ref) < 1e-10
+    paper = a * igbsym.get("rectified.mean").numpy(mu=mu, sigma=sigma)
+    assert (rel_err(paper, ref) < 1e-10) == (a > 0)
+
+
+def test_leaky_moments_symmetric_laws():
+    """m2, m4 for Gaussian (kappa 3) and Laplace (kappa 6) inputs by direct quadrature of phi_a(x)^k."""
+    for a in (-0.5, 0.0, 0.1, 1.0):
+        phi = lambda x: x if x >= 0 else a * x  # noqa: E731
+        with mpmath.workdps(30):
+            lap = lambda x, b=mpmath.mpf(1) / mpmath.sqrt(2): mpmath.exp(-abs(x) / b) / (2 * b)  # noqa: E731 var 1
+            m4_lap = mpmath.quad(lambda x: phi(x) ** 4 * lap(x), [-mpmath.inf, 0, mpmath.inf])
+        assert rel_err(igbsym.get("leaky.m4").numpy(a=a, sigma=1.0, kappa=6.0), m4_lap) < 1e-12
+        g4 = gauss_expect(lambda x: phi(x) ** 4, 0, 1.7)
+        assert rel_err(igbsym.get("leaky.m4").numpy(a=a, sigma=1.7, kappa=3.0), g4) < 1e-12
+        g2 = gauss_expect(lambda x: phi(x) ** 2, 0, 1.7)
+        assert rel_err(igbsym.get("leaky.m2").numpy(a=a, sigma=1.7), g2) < 1e-12
+        m = gauss_expect(phi, 0, 1.7)
+        assert abs(igbsym.get("leaky.mean").numpy(a=a, sigma=1.7) - float(m)) < 1e-12
+        assert rel_err(igbsym.get("leaky.var").numpy(a=a, sigma=1.7), g2 - m * m) < 1e-12
+
+
+@given(activation=st.sampled_from(acts.names()), sigma=st.floats(0.05, 10), a=st.floats(-1, 1))
+def test_activation_moments_numpy_vs_mpmath_vs_quadrature(activation, sigma, a):
+    f = acts.get(activation)
+    m_ref = gauss_expect(lambda x: f.mp(x, a, sigma), 0, sigma, dps=30)
+    v_ref = gauss_expect(lambda x: (f.mp(x, a, sigma) - m_ref) ** 2, 0, sigma, dps=30)
+    mean, var = igbsym.get("activation.mean"), igbsym.get("activation.var")
+    kw = dict(activation=activation, sigma=sigma, a=a)
+    got_m, got_v = mean.numpy(**kw), var.numpy(**kw)
+    scale = float(gauss_expect(lambda x: abs(f.mp(x, a, sigma)), 0, sigma, dps=20))  # conditioning of the mean
+    assert abs(got_m - float(m_ref)) <= 1e-12 * scale + 1e-300
+    assert rel_err(got_v, v_ref) < 1e-11
+    assert rel_err(var.mp(30, **kw), v_ref) < 1e-20
+
+
+def test_special_case_identities():
+    s = np.linspace(0.1, 4, 50)
+    act_m, act_v = igbsym.get("activation.mean"), igbsym.get("activation.var")
+    np.testing.assert_allclose(act_v.numpy(activation="leaky_relu", a=0.0, sigma=s), act_v.numpy(activation="relu", sigma=s))
+    np.testing.assert_allclose(act_v.numpy(activation="leaky_relu", a=1.0, sigma=s), s**2)
+    np.testing.assert_allclose(act_v.numpy(activation="srelu", sigma=s), act_v.numpy(activation="relu", sigma=s))
+    np.testing.assert_allclose(act_m.numpy(activation="relu", sigma=s), igbsym.get("rectified.mean").numpy(mu=0, sigma=s))
+    assert act_m.is_exact(activation="tanh") and not act_v.is_exact(activation="tanh")
+
+
+@pytest.mark.parametrize("name,kw,fragment", [
+    ("rectified.mean", dict(mu=0, sigma=-1), "sigma=-1 is not allowed; allowed: a real number > 0"),
+    ("rectified.moment", dict(n=2.5, mu=0, sigma=1), "n=2.5 is not an integer"),
+    ("rectified.moment", dict(n=-1, mu=0, sigma=1), "out of range"),
+    ("rectified.mean", dict(mu=0), "missing parameter sigma"),
+    ("rectified.mean", dict(mu=0, sigma=1, nu=2), "unknown parameter nu"),
+    ("rectified.mean", dict(mu=math.nan, sigma=1), "mu=nan is not allowed"),
+    ("activation.var", dict(activation="softplus", sigma=1), "allowed: one of relu"),
+    ("rectified.scaled_mean", dict(alpha=0, mu=1, sigma=1), "alpha != 0"),
+    ("leaky.m4", dict(a=0, sigma=1, kappa=0.5), "kappa >= 1"),
+])
+def test_bad_input_is_one_clear_line(name, kw, fragment):
+    with pytest.raises(igbsym.InputError) as err:
+        igbsym.get(name).numpy(**kw)
+    assert fragment in str(err.value) and "\n" not in str(err.value)
