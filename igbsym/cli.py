@@ -151,7 +151,7 @@ def cmd_run(args):
     """The main job: derive every family, validate (quick by default), write the report."""
     args.family_derive = args.family
     cmd_derive(argparse.Namespace(family="all", output=str(Path(args.report) / "derivations")))
-    cmd_validate(args)
+    return cmd_validate(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,8 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        args.func(args)
-        return 0
+        rc = args.func(args)
+        return rc if isinstance(rc, int) else 0
     except (InputError, NumericalError) as exc:
         print(f"igbsym: error: {exc}", file=sys.stderr)
         return 2

@@ -271,17 +271,23 @@ class ClosedForm:
     def _check_conditions(self, key: tuple, numeric: dict):
         if not self.conditions:
             return
-        subs = dict(key)
         arrays = {k: np.asarray(v, dtype=float) for k, v in numeric.items()}
-        for cond in self.conditions:
-            rel = cond.relation.subs({self.symbols[k]: v for k, v in subs.items() if k in self.symbols})
-            args = sorted(rel.free_symbols, key=lambda s: s.name)
-            ok = sp.lambdify(args, rel, modules="numpy")(*[arrays[s.name] for s in args]) if args else bool(rel)
-            ok = np.asarray(ok)
+        for cond, args, test in self._condition_tests(key):
+            ok = np.asarray(test(*[arrays[s.name] for s in args]) if args else test)
             if not ok.all():
                 where = ", ".join(f"{s.name}={np.broadcast_to(arrays[s.name], ok.shape)[~ok].flat[0]:g}"
                                   for s in args)
                 raise InputError(f"{self.name}: condition {cond.text} fails at {where}")
+
+    @lru_cache(maxsize=None)
+    def _condition_tests(self, key: tuple) -> list:
+        """Each condition with structural values substituted, lambdified once: (condition, args, test)."""
+        out = []
+        for cond in self.conditions:
+            rel = cond.relation.subs({self.symbols[k]: v for k, v in key if k in self.symbols})
+            args = sorted(rel.free_symbols, key=lambda s: s.name)
+            out.append((cond, args, sp.lambdify(args, rel, modules="numpy") if args else bool(rel)))
+        return out
 
     # --- evaluation ------------------------------------------------------------------------------
     def numpy(self, **values) -> np.ndarray:

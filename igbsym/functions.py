@@ -7,6 +7,7 @@ while lambdify maps them to SciPy's ``ndtr`` / a symmetric ``ndtri`` (accurate i
 import mpmath
 import numpy as np
 import sympy as sp
+from mpmath.libmp import prec_to_dps
 from scipy import special
 
 
@@ -36,6 +37,9 @@ class Phi(sp.Function):
     def _eval_rewrite_as_erf(self, x, **kwargs):
         return (1 + sp.erf(x / sp.sqrt(2))) / 2
 
+    def _eval_evalf(self, prec):
+        return self.rewrite(sp.erf).evalf(prec_to_dps(prec))
+
     def _eval_is_positive(self):
         return self.args[0].is_extended_real
 
@@ -64,6 +68,9 @@ class PhiInv(sp.Function):
 
     def _eval_rewrite_as_erfinv(self, p, **kwargs):
         return sp.sqrt(2) * sp.erfinv(2 * p - 1)
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sp.erfinv).evalf(prec_to_dps(prec))
 
     def inverse(self, argindex=1):
         return Phi
@@ -104,7 +111,8 @@ def mp_betainc_reg(a, b, x):
 def ndtri_symmetric(p):
     """Φ⁻¹(p) evaluated from the nearer tail, so p close to 1 keeps full relative accuracy in 1 − p."""
     p = np.asarray(p, dtype=float)
-    return np.where(p < 0.5, special.ndtri(p), -special.ndtri(1.0 - p))
+    x = special.ndtri(np.minimum(p, 1.0 - p))  # 1 − p is exact for p ≥ 1/2 (Sterbenz)
+    return np.where(p > 0.5, -x, x)
 
 
 def mp_ncdf_inv(p):

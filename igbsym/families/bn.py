@@ -251,7 +251,7 @@ def _log_ratio(u, B):
 _GL20 = np.polynomial.legendre.leggauss(20)
 
 
-def _crossing(B: float) -> float:
+def density_crossing(B: float) -> float:
     """The u = b² > 0 where f_canonical = f_proxy (B >= 5): the log-ratio increases up to u* = (2B+1)/(2B-5),
     then falls to -inf at u = B - 1, and is positive at 0, so there is exactly one root, in (u*, B - 1)."""
     lo, hi = (2 * B + 1) / (2 * B - 5), (B - 1) * (1 - 1e-12)  # log-ratio at hi <= 0.35 (B-1) - 13.8 (B-4) < 0
@@ -264,7 +264,7 @@ def _tv_one(B: float) -> float:
     avoid the cancellation of two nearby CDF values."""
     if B < 5:  # f_c > f_p on the whole canonical support: TV = P(|B~| > sqrt(B-1))
         return float(special.betainc((B - 2) / 2, 0.5, B / (2 * B - 1)))
-    u = _crossing(B)
+    u = density_crossing(B)
     x2, width = u / (B + u), u * (1 + u) / ((B - 1) * (B + u))  # width = x1 - x2 without cancellation
     t = x2 + width / 2 * (1 + _GL20[0])
     dens = np.exp(-0.5 * np.log(t) + (B - 4) / 2 * np.log1p(-t))
@@ -283,7 +283,7 @@ def _tv_mp(B):
         return ibeta(B / (2 * B - 1))
     h = lambda u: (mpmath.log(B / (B - 1)) / 2 + (B - 4) / 2 * mpmath.log1p(-u / (B - 1))  # noqa: E731
                    + (B - 1) / 2 * mpmath.log1p(u / B))
-    u = mpmath.findroot(h, mpmath.mpf(_crossing(float(B))))  # secant from the double-precision root
+    u = mpmath.findroot(h, mpmath.mpf(density_crossing(float(B))))  # secant from the double-precision root
     canon = 1 - ibeta(1 - u / (B - 1)) / 2
     proxy = 1 - ibeta(B / (B + u)) / 2
     return 2 * (canon - proxy)

@@ -50,20 +50,22 @@ RELU_VAR = sp.collect(sp.expand(relu_moment(2) - RELU_MEAN**2), [Phi(mu / sigma)
 _SQ2PI = np.sqrt(2 * np.pi)
 
 
+def _mills(t):
+    """(t, φ(t), R) with R = Φ(−|t|)/φ(t), the Mills ratio at |t| (one erfcx call, no overflow)."""
+    t = np.asarray(t, dtype=float)
+    return t, np.exp(-t * t / 2) / _SQ2PI, np.sqrt(np.pi / 2) * special.erfcx(np.abs(t) / np.sqrt(2))
+
+
 def _mean_kernel(mu, sigma):
-    """σ(tΦ(t) + φ(t)), t = μ/σ; for t < 0 through the Mills ratio r = Φ(t)/φ(t) to avoid cancellation."""
-    t = np.asarray(mu / sigma, dtype=float)
-    ph = np.exp(-t * t / 2) / _SQ2PI
-    r = np.sqrt(np.pi / 2) * special.erfcx(-t / np.sqrt(2))
-    return sigma * np.where(t < 0, ph * (1 + t * r), t * special.ndtr(t) + ph)
+    """σ(tΦ(t) + φ(t)), t = μ/σ: φ(1 + tR) for t < 0 (no cancellation), t + φ(1 − tR) for t ≥ 0."""
+    t, ph, r = _mills(mu / sigma)
+    return sigma * np.where(t < 0, ph * (1 + t * r), t + ph * (1 - t * r))
 
 
 def _var_kernel(mu, sigma):
-    """Var[ReLU(X)]: Mills-ratio form for t < 0, upper-tail form (Q = Φ(−t)) for t ≥ 0; see module tests."""
-    t = np.asarray(mu / sigma, dtype=float)
-    ph = np.exp(-t * t / 2) / _SQ2PI
-    r = np.sqrt(np.pi / 2) * special.erfcx(-t / np.sqrt(2))
-    q = special.ndtr(-t)
+    """Var[ReLU(X)]: Mills-ratio form for t < 0, upper-tail form with Q = Φ(−t) = φR for t ≥ 0."""
+    t, ph, r = _mills(mu / sigma)
+    q = ph * r
     neg = ph * ((1 + t * t) * r + t) - ph**2 * (1 + t * r) ** 2
     pos = 1 - q - t * ph - ph**2 + t * t * q * (1 - q) + 2 * t * q * ph
     return sigma**2 * np.where(t < 0, neg, pos)

@@ -1,0 +1,175 @@
+"""The batched simulator equals torch.nn networks, its statistics equal direct computation, bad specs fail fast."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import example, given, strategies as st
+from scipy import stats as sps
+
+from igbsym.errors import InputError
+from validation.device import resolve_device
+from validation.simulate import (ACTIVATIONS, WEIGHT_LAWS, Blob, NetSpec, forward, sample_weights, sequential,
+                                 simulate, stages)
+
+torch.set_num_threads(1)
+
+
+@st.composite
+def specs(draw):
+    norm = draw(st.sampled_from([None, "batchnorm", "layernorm", "rmsnorm"]))
+    pool = draw(st.sampled_from([None, 1, 2, 3]))
+    k = pool or 1
+    widths = tuple(k * draw(st.integers(1, 6)) for _ in range(draw(st.integers(1, 3))))
+    return NetSpec(draw(st.integers(1, 7)), widths, activation=draw(st.sampled_from(ACTIVATIONS)),
+                   a=draw(st.floats(-0.9, 0.9)), weight_law=draw(st.sampled_from(sorted(WEIGHT_LAWS))),
+                   sigma_w=draw(st.floats(0.3, 3.0)), pool=pool, norm=norm,
+                   placement=draw(st.sampled_from(["pre", "post"])), bn_batch=draw(st.integers(2, 5)),
+                   n_classes=draw(st.integers(2, 5)))
+
+
+@given(specs(), st.integers(0, 2**31 - 1))
+@example(NetSpec(3, (4, 4), norm="batchnorm", placement="post", bn_batch=2, pool=2), 0)
+def test_batched_forward_equals_torch_sequential(spec, seed):
+    """Every init of the batched forward equals its own torch.nn.Sequential (real BN/LN/RMSNorm/MaxPool1d)."""
+    b = spec.batch
+    weights = sample_weights(spec, range(3), seed, "cpu", torch.float64)
+    x = torch.from_numpy(np.random.default_rng(seed).standard_normal((4 * b, spec.d_in)))
+    got = forward(spec, weights, x)
+    for i in range(3):
+        net = sequential(spec, weights, i)
+        ref = torch.cat([net(x[j:j + b]) for j in range(0, x.shape[0], b)])
+        torch.testing.assert_close(got[i], ref, rtol=1e-9, atol=1e-9)
+
+
+def test_statistics_equal_direct_computation_and_chunking_invariance():
+    """Streaming stats (any chunk / init grouping) equal mean/var/argmax computed on the full outputs."""
+    spec = NetSpec(5, (12, 8), activation="gelu", norm="batchnorm", placement="pre", bn_batch=4, pool=2,
+                   n_classes=3)
+    kw = dict(seed=11, dtype=torch.float64, moments=4, record=200)
+    a = simulate(spec, 9, 200, chunk=8, init_chunk=2, **kw)
+    b = simulate(spec, 9, 200, chunk=200, init_chunk=9, **kw)
+    o = a.records["out"]
+    torch.testing.assert_close(a.mu, o.mean(1), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(a.var, o.var(1), rtol=1e-10, atol=1e-12)
+    counts = torch.nn.functional.one_hot(o.argmax(-1), 3).double().mean(1)
+    torch.testing.assert_close(a.frac, counts)
+    torch.testing.assert_close(a.g0, counts[:, 0])
+    for layer in range(2):
+        for stage in stages(spec):
+            h = a.records[layer, stage]
+            st_ = a.layers[layer][stage]
+            torch.testing.assert_close(st_.mean, h.mean(1), rtol=1e-9, atol=1e-12)
+            torch.testing.assert_close(st_.var, h.var(1), rtol=1e-9, atol=1e-12)
+            c = h - h.mean(1, keepdim=True)
+            torch.testing.assert_close(st_.m4, (c**4).mean(1), rtol=1e-8, atol=1e-12)
+            torch.testing.assert_close(st_.m3, (c**3).mean(1), rtol=1e-8, atol=1e-12)
+            torch.testing.assert_close(st_.mean, b.layers[layer][stage].mean, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(a.mu, b.mu, rtol=1e-10, atol=1e-12)
+
+
+def test_dataset_shared_and_given_tensor_accepted():
+    """Default data is one seeded blob shared by all inits; a user tensor gives identical results."""
+    spec = NetSpec(6, (10,), activation="tanh")
+    x = Blob(6, "gaussian", seed=5).rows(0, 300).float()
+    a = simulate(spec, 4, 300, seed=5, record=300)
+    b = simulate(spec, 4, seed=5, data=x, record=300)
+    torch.testing.assert_close(a.mu, b.mu)
+    w = sample_weights(spec, range(4), 5, "cpu", torch.float32)
+    torch.testing.assert_close(a.records["out"], forward(spec, w, x), rtol=1e-5, atol=1e-6)
+
+
+def test_blob_blocks_and_laws():
+    blob = Blob(3, "laplace", seed=2)
+    whole = blob.rows(0, 9000)
+    torch.testing.assert_close(torch.cat([Blob(3, "laplace", 2).rows(0, 4000), blob.rows(4000, 9000)]), whole)
+    for law, kappa in (("gaussian", 3.0), ("uniform", 1.8), ("laplace", 6.0)):
+        x = Blob(4, law, seed=1).rows(0, 40000).numpy().ravel()
+        assert abs(x.var() - 1) < 5 * math.sqrt((kappa - 1) / x.size)
+        assert abs(sps.kurtosis(x, fisher=False) - kappa) < 0.2
+
+
+@pytest.mark.parametrize("law,kappa", sorted(WEIGHT_LAWS.items()))
+def test_weight_laws_variance_and_kurtosis(law, kappa):
+    spec = NetSpec(200, (300,), weight_law=law, sigma_w=1.7)
+    w = sample_weights(spec, range(4), 3, "cpu", torch.float64)[0].numpy().ravel() * math.sqrt(200) / 1.7
+    assert abs(np.mean(w**2) - 1) <= 5 * math.sqrt((kappa - 1) / w.size) + 1e-12
+    assert abs(np.mean(w**4) / np.mean(w**2) ** 2 - kappa) < 0.05
+    assert abs(w.mean()) < 5 / math.sqrt(w.size)
+
+
+def test_init_weights_independent_of_grouping():
+    spec = NetSpec(4, (5,))
+    a = sample_weights(spec, range(6), 9, "cpu")
+    b = sample_weights(spec, [4, 5], 9, "cpu")
+    torch.testing.assert_close(a[0][4:], b[0])
+
+
+def test_fresh_data_per_init_reproducible():
+    spec = NetSpec(4, (8,), activation="identity")
+    a = simulate(spec, 5, 64, seed=3, fresh_data=True, record=64)
+    b = simulate(spec, 5, 64, seed=3, fresh_data=True, record=64, init_chunk=2)
+    torch.testing.assert_close(a.records["out"], b.records["out"])
+    assert not torch.allclose(a.records[0, "pre"][0], a.records[0, "pre"][1])
+
+
+def test_gaussian_shortcut_equal_in_law():
+    """shortcut='gaussian' (z·Lᵀ, L = chol(WᵀW)) vs the plain network with the same W: the first-layer node
+    variances both estimate ‖w_j‖² (z-test with the χ² SE), and the per-init output laws agree (2-sample KS)."""
+    spec = NetSpec(64, (32,), activation="relu")
+    kw = dict(seed=4, dtype=torch.float64, layer_stats=("pre",), fresh_data=True)  # i.i.d. units
+    plain = simulate(spec, 200, 2000, **kw)
+    fast = simulate(spec, 200, 2000, shortcut="gaussian", **kw)
+    norms2 = (sample_weights(spec, range(200), 4, "cpu", torch.float64)[0] ** 2).sum(1)
+    for res in (plain, fast):
+        ratio = (res.layers[0]["pre"].var / norms2).numpy().ravel()
+        assert abs(ratio.mean() - 1) < 5 * ratio.std() / math.sqrt(ratio.size)
+    zp, zf = ((r.mu / r.var.sqrt()).numpy().ravel() for r in (plain, fast))
+    assert sps.ks_2samp(zp, zf).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(d_in=4, widths=(-3,)), "widths"), (dict(d_in=0, widths=(3,)), "d_in"),
+    (dict(d_in=4, widths=(3,), activation="swish"), "unknown activation"),
+    (dict(d_in=4, widths=(4,), norm="batchnorm", bn_batch=1), "bn_batch"),
+    (dict(d_in=4, widths=(4,), n_classes=1), "n_classes"), (dict(d_in=4, widths=(5,), pool=2), "divisible"),
+    (dict(d_in=4, widths=(4,), weight_law="cauchy"), "weight_law"), (dict(d_in=4, widths=(4,), sigma_w=-1.0), "sigma_w"),
+    (dict(d_in=4, widths=(4,), placement="middle"), "placement"), (dict(d_in=4, widths=(4,), norm="groupnorm"), "norm"),
+])
+def test_bad_specs_fail_fast(kwargs, msg):
+    with pytest.raises(InputError, match=msg) as e:
+        NetSpec(**kwargs)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_runs_fail_fast():
+    spec = NetSpec(4, (4,), norm="batchnorm", bn_batch=4)
+    for kw, msg in ((dict(n_inits=0, n_data=8), "n_inits"), (dict(n_inits=2, n_data=10), "multiple of bn_batch"),
+                    (dict(n_inits=2, n_data=8, record=9), "record"), (dict(n_inits=2, n_data=8, chunk=6), "chunk"),
+                    (dict(n_inits=2, n_data=8, device="tpu"), "unknown device"),
+                    (dict(n_inits=2, n_data=8, dtype=torch.float16), "dtype"),
+                    (dict(n_inits=2, data=torch.zeros(8, 3)), "data must be")):
+        with pytest.raises(InputError, match=msg):
+            simulate(spec, **kw)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_unavailable_cuda_is_one_clear_line():
+    with pytest.raises(InputError, match="not available"):
+        resolve_device("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_cuda_path_same_code_and_statistics():
+    """The same simulate() on CUDA: statistics agree with the CPU run of the same spec within SEs."""
+    spec = NetSpec(32, (128,), activation="relu")
+    gpu = simulate(spec, 400, 500, seed=1, device="cuda", fresh_data=True)
+    assert gpu.device.startswith("cuda")
+    from validation.stats import gamma_of
+    import igbsym
+    est = gamma_of(gpu)
+    assert abs(est.value - igbsym.get("igb.gamma").numpy(activation="relu")) < 5 * est.se
+    x = Blob(32, seed=1).rows(0, 64)
+    w = sample_weights(spec, range(2), 1, "cuda", torch.float64)
+    cpu_w = [t.cpu() for t in w]
+    torch.testing.assert_close(forward(spec, w, x.cuda()).cpu(), forward(spec, cpu_w, x))
