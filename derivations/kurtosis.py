@@ -207,9 +207,14 @@ def _power(d: Derivation):
     assert ch.is_zero_matrix and sp.simplify(Pp + Pm - sp.eye(2)).is_zero_matrix
     d.step("Cayley-Hamilton (M - lambda_+)(M - lambda_-) = 0 and P_+ + P_- = I, so v(L) = lambda_+^L P_+ m0 + "
            "lambda_-^L P_- m0 satisfies v(0) = m0 and v(L+1) = M v(L) (induction on L): v(L) = M^L m0.")
-    vL = lp**ell * Pp * m0 + lm**ell * Pm * m0
-    d.prove("kurtosis.after", vL[0])
-    d.prove("kurtosis.c_after", s2**2 * (vL[1] - 1))
+    plus, minus = Pp * m0, Pm * m0
+    registered = [(K._projected(r, 1), K._projected(r, -1)) for r in (0, 1)]
+    for r in (0, 1):
+        assert sp.simplify(plus[r] - registered[r][0]) == 0 and sp.simplify(minus[r] - registered[r][1]) == 0
+    d.step("The coefficients of lambda_+^L and lambda_-^L, P_+- m0, simplify to the registered ones (checked row by "
+           "row; the proofs below then compare the assembled expressions).", sp.Matrix([plus[0], minus[0]]))
+    d.prove("kurtosis.after", lp**ell * registered[0][0] + lm**ell * registered[0][1])
+    d.prove("kurtosis.c_after", s2**2 * (lp**ell * registered[1][0] + lm**ell * registered[1][1] - 1))
     pts = [{w: 3, a: 0, kw: 3}, {w: 2, a: sp.Rational(1, 2), kw: sp.Rational(9, 5)}, {w: 5, a: 1, kw: 1}]
     for pt in pts:
         Ak = K.MATRIX.subs(pt) * sp.Matrix([k0, c0, 1])
@@ -227,9 +232,11 @@ def _power(d: Derivation):
 
 def _mixed_widths(d: Derivation, M):
     t, v, kk = sp.symbols("t v k", nonnegative=True)
+    u = sp.Symbol("u", positive=True)
+    Mu = sp.Matrix([[2 * u * kw / w, K.OFF], [2 * u / w, K.D22]])  # M depends on a only through u
+    assert sp.simplify(Mu.subs(u, K.U) - M).is_zero_matrix
     vec = sp.Matrix([sp.Rational(3, 2), 1])
-    excess = (M * vec - (1 + 1 / (2 * w)) * vec).subs(K.U, sp.Rational(1, 2) + t)
-    excess = [sp.factor(sp.simplify(e.subs((a**4 + 1) / (a**2 + 1) ** 2, sp.Rational(1, 2) + t))) for e in excess]
+    excess = [sp.factor(e.subs(u, sp.Rational(1, 2) + t)) for e in Mu * vec - (1 + 1 / (2 * w)) * vec]
     for e in excess:
         num, den = sp.fraction(sp.together(e))
         num = sp.expand(num.subs({w: 2 + v, kw: 1 + kk}))
@@ -238,7 +245,7 @@ def _mixed_widths(d: Derivation, M):
            "(numerators are polynomials with positive coefficients in t, w - 2, kappa_w - 1). With m1 = M m0 > 0, "
            "kappa_L >= const * prod_l (1 + 1/(2 w_l)), which diverges whenever sum_l 1/w_l = infinity (in particular "
            "for widths bounded by w_max).", sp.Matrix(excess))
-    mats = {v_: K.MATRIX.subs({w: v_, a: 0, kw: 3, s2: 1}) for v_ in (2, 3)}
+    mats = {v_: K.MATRIX.subs({w: v_, a: 0, kw: 1, s2: 1}) for v_ in (2, 3)}
     interleaved = mats[2] * mats[3] * mats[2] * mats[3]
     grouped = mats[2] * mats[2] * mats[3] * mats[3]
     lam = sp.Symbol("lambda")
@@ -250,7 +257,8 @@ def _mixed_widths(d: Derivation, M):
               "only cyclic shifts keep the spectrum; A_w do not commute. The theorem still holds (proof by the common "
               "vector v = (3/2, 1) above), even for unbounded widths with sum 1/w_l = infinity",
               f"exact: lambda_max(A2 A3 A2 A3) = {sp.N(r1, 8)} != lambda_max(A2 A2 A3 A3) = {sp.N(r2, 8)} "
-              "(a = 0, kappa_w = 3)")
+              "(a = 0, kappa_w = 1; for 2x2 blocks tr(ABAB) - tr(AABB) = -det[A, B], and det[M_2, M_3] is "
+              "proportional to kappa_w - 3)")
 
 
 def _sample_variance(d: Derivation):

@@ -227,6 +227,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("igbsym: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `igbsym list | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ texttt frac sqrt left right Phi pi mu sigma gamma kappa alpha varepsilon log exp
 resizebox linewidth int infty limits operatorname tanh erf operatorname asin operatorname atan sin cos dx
 textbackslash textasciitilde max min tfrac ge le mapsto operatorname sum prod binom Gamma beta delta lambda nu
 chi tilde hat bar infty arctan arcsin acos asin textless textgreater geq leq neq lim to cdots ldots vdots
-begin end Bigl Bigr bigl bigr mathcal sim mathbb mathbf cdot times pm mp approx equiv propto partial nabla qquad theta phi psi omega rho tau zeta eta xi epsilon operatorname""".split())
+begin end ln Bigl Bigr bigl bigr mathcal sim mathbb mathbf cdot times pm mp approx equiv propto partial nabla qquad theta phi psi omega rho tau zeta eta xi epsilon operatorname""".split())
 
 
 def check_well_formed(text: str):

@@ -15,7 +15,7 @@ placement='pre', bn_batch=None, n_classes=2, srelu_shift=None)``
 
 ``simulate(spec, n_inits, n_data=None, seed=0, device=None, dtype=torch.float32, data=None, chunk=None,
 data_law='gaussian', df=5.0, layer_stats=True, moments=2, record=0, init_chunk=None, progress=None,
-shortcut=None) -> SimResult``
+shortcut=None, fresh_data=False) -> SimResult``
     Init i always gets the same weights (seeded by (seed, i), independent of chunking); the dataset is the same
     for every init: ``data`` (a [D, d_in] tensor) or a ``Blob`` of i.i.d. unit-variance coordinates
     ('gaussian' | 'uniform' | 'laplace' | 'student' with ``df``) generated in fixed seeded blocks, so it is
@@ -23,8 +23,9 @@ shortcut=None) -> SimResult``
     groups of ``init_chunk``, both chosen to bound memory when None. Statistics accumulate in float64 as
     shifted power sums. ``shortcut='gaussian'``: first-layer pre-activations of Gaussian data drawn as
     z·Lᵀ with L = chol(WᵀW) and z ~ N(0, I_n) (exact in law for each init given W; needs width ≤ d_in).
+    ``fresh_data=True``: each init gets its own dataset (gaussian/uniform/laplace), making inits fully i.i.d.
 
-``SimResult`` (all tensors float64 on the CPU):
+``SimResult`` (statistics float64 on the CPU; ``records`` in the working dtype, on the CPU):
     ``mu`` [I, C] per-init data mean of output O_c; ``var`` [I, C] its unbiased data variance;
     ``g0`` [I] fraction of data with argmax == 0; ``frac`` [I, C] fraction with argmax == c;
     ``out`` the output ``NodeStats``; ``layers[l][stage]`` a ``NodeStats`` per hidden layer l and stage in
@@ -57,8 +58,10 @@ WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # law -> kurt
 NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
 DATA_LAWS = ("gaussian", "uniform", "laplace", "student")
 BLOCK = 4096                       # rows per seeded data block
-_WEIGHTS, _DATA = 1, 2             # seed streams
-_ELEM_BUDGET = 1 << 24             # elements per live activation tensor (64 MB in float32)
+_WEIGHTS, _DATA, _FRESH = 1, 2, 3   # seed streams
+_ELEM_BUDGET = 1 << 21             # elements per live [inits, rows, width] tensor (8 MB in float32: small
+                                   # enough for the allocator to reuse, large enough for efficient GEMMs)
+_ROWS = 256                        # default data rows per chunk
 
 
 def _fail(msg):
@@ -195,6 +198,25 @@ class Blob:
         return torch.from_numpy(np.concatenate(parts) if len(parts) > 1 else parts[0])
 
 
+def fresh_rows(d: int, law: str, seed: int, inits, start: int, stop: int, device, dtype) -> torch.Tensor:
+    """A fresh dataset per init: rows [start, stop) of init i, [len(inits), stop − start, d], seeded by
+    (seed, i, start) (so reproducible for a fixed chunk size). Laws: gaussian, uniform, laplace."""
+    if law not in ("gaussian", "uniform", "laplace"):
+        _fail(f"fresh_data supports data_law gaussian, uniform or laplace, got {law!r}")
+    x = torch.empty((len(inits), stop - start, d), device=device, dtype=dtype)
+    gen = torch.Generator(device=device)
+    for k, i in enumerate(inits):
+        gen.manual_seed(_seed(seed, _FRESH, int(i) * (1 << 32) + start))
+        if law == "gaussian":
+            x[k].normal_(generator=gen)
+        else:
+            x[k].uniform_(-math.sqrt(3), math.sqrt(3), generator=gen)
+    if law == "laplace":   # inverse cdf of Laplace(0, 1/√2) from u = x/(2√3) ~ U(−1/2, 1/2)
+        u = x / (2 * math.sqrt(3))
+        x = -torch.sign(u) * torch.log1p(-2 * u.abs()) / math.sqrt(2)
+    return x
+
+
 # --------------------------------------------------------------------------------------------- network
 def sample_weights(spec: NetSpec, inits, seed: int, device=None, dtype=torch.float32) -> list:
     """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone."""
@@ -215,17 +237,21 @@ def sample_weights(spec: NetSpec, inits, seed: int, device=None, dtype=torch.flo
     return out
 
 
-def activation(spec: NetSpec, h: torch.Tensor) -> torch.Tensor:
+def activation(spec: NetSpec, h: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """The activation of ``spec`` (torch's own functions; ``inplace`` overwrites h where torch allows)."""
     name = spec.activation
-    if name == "relu":
-        return torch.relu(h)
-    if name == "leaky_relu":
-        return F.leaky_relu(h, spec.a)
     if name == "identity":
         return h
+    if name == "leaky_relu":
+        return F.leaky_relu(h, spec.a, inplace=inplace)
     if name == "srelu":
-        return torch.relu(h) - spec.shift()
-    return {"tanh": torch.tanh, "erf": torch.erf, "sigmoid": torch.sigmoid, "gelu": F.gelu,
+        return (torch.relu_(h) if inplace else torch.relu(h)).sub_(spec.shift())
+    if name == "gelu":
+        return F.gelu(h)
+    if inplace:
+        return {"relu": torch.relu_, "tanh": torch.tanh_, "erf": torch.erf_, "sigmoid": torch.sigmoid_,
+                "silu": lambda t: F.silu(t, inplace=True)}[name](h)
+    return {"relu": torch.relu, "tanh": torch.tanh, "erf": torch.erf, "sigmoid": torch.sigmoid,
             "silu": F.silu}[name](h)
 
 
@@ -252,11 +278,8 @@ def forward(spec: NetSpec, weights: list, x: torch.Tensor, on_stage=None, first=
     n_init = weights[0].shape[0]
     if first is not None:
         h = first
-    elif x.dim() == 2:   # one big GEMM: [N, d] @ [d, I*n]
-        d, n = weights[0].shape[1:]
-        h = (x @ weights[0].permute(1, 0, 2).reshape(d, n_init * n)).view(x.shape[0], n_init, n).transpose(0, 1)
     else:
-        h = torch.bmm(x, weights[0])
+        h = torch.bmm(x.expand(n_init, *x.shape) if x.dim() == 2 else x, weights[0])
     for layer in range(len(spec.widths)):
         if layer:
             h = torch.bmm(h, weights[layer])
@@ -264,12 +287,12 @@ def forward(spec: NetSpec, weights: list, x: torch.Tensor, on_stage=None, first=
             if stage == "norm":
                 h = _norm(spec, h)
             elif stage == "act":
-                h = activation(spec, h)
+                h = activation(spec, h, inplace=True)
             elif stage == "pool":
                 h = nn.MaxPool1d(spec.pool)(h.reshape(-1, 1, h.shape[-1])).reshape(n_init, h.shape[1], -1)
             if on_stage is not None:
                 on_stage(layer, stage, h)
-    return torch.bmm(h, weights[-1])
+    return torch.bmm(weights[-1].transpose(1, 2), h.transpose(1, 2)).transpose(1, 2).contiguous()  # (Vᵀhᵀ)ᵀ: faster
 
 
 class _Act(nn.Module):
@@ -323,7 +346,10 @@ class NodeStats:
 
 
 class _Moments:
-    """Streaming shifted power sums S_k = Σ (x − K)^k over the data axis, in float64."""
+    """Streaming shifted power sums S_k = Σ (x − K)^k over the data axis (K = first chunk's mean).
+
+    Each chunk is summed in the working dtype (pairwise, over ≤ a few hundred rows) and accumulated in float64.
+    """
 
     def __init__(self, order: int):
         self.order, self.shift, self.sums, self.n = order, None, None, 0
@@ -333,11 +359,13 @@ class _Moments:
             self.shift = x.mean(1, keepdim=True)
             self.sums = [0.0] * self.order
         y = x - self.shift
-        p = y
-        for k in range(self.order):
-            self.sums[k] = self.sums[k] + p.sum(1, dtype=torch.float64)
-            if k + 1 < self.order:
-                p = p * y
+        parts = [y.sum(1)]
+        if self.order == 4:
+            y2 = y * y
+            parts += [y2.sum(1), (y2 * y).sum(1), y2.square_().sum(1)]
+        else:
+            parts.append(y.square_().sum(1))
+        self.sums = [acc + part.double() for acc, part in zip(self.sums, parts)]
         self.n += x.shape[1]
 
     def result(self) -> NodeStats:
@@ -412,49 +440,59 @@ def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk,
 
 def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int = 0, device=None,
              dtype=torch.float32, data: torch.Tensor | None = None, chunk: int | None = None,
-             data_law: str = "gaussian", df: float = 5.0, layer_stats: bool = True, moments: int = 2,
-             record: int = 0, init_chunk: int | None = None, progress=None, shortcut: str | None = None
-             ) -> SimResult:
-    """Run ``n_inits`` independent initialisations of ``spec`` on one dataset of ``n_data`` points."""
+             data_law: str = "gaussian", df: float = 5.0, layer_stats=True, moments: int = 2,
+             record: int = 0, init_chunk: int | None = None, progress=None, shortcut: str | None = None,
+             fresh_data: bool = False) -> SimResult:
+    """Run ``n_inits`` independent initialisations of ``spec`` on one dataset of ``n_data`` points.
+
+    ``fresh_data=True`` gives every init its own dataset (see ``fresh_rows``): inits are then fully i.i.d.,
+    so standard errors over inits include the dataset's own fluctuation (which a shared dataset freezes).
+
+    ``layer_stats``: True (every stage), False, or a collection of stage names (e.g. ``("act",)``) to
+    accumulate per-node statistics for; each recorded stage costs about one extra pass over the activations.
+    """
     n_data = _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law)
     device = resolve_device(device)
     t0 = time.perf_counter()
-    per_init = sum(fi * fo for fi, fo in spec.shapes())
-    group = init_chunk or max(1, min(n_inits, (1 << 25) // per_init))
-    widest = max(spec.d_in, *spec.widths)
-    b = spec.batch
+    keep = set(stages(spec)) if layer_stats is True else set(layer_stats or ())
+    if not keep <= set(stages(spec)):
+        _fail(f"simulate: layer_stats stages must be among {stages(spec)}, got {sorted(keep)}")
+    b, widest = spec.batch, max(spec.d_in, *spec.widths)
     if chunk is None:
-        chunk = max(b, _ELEM_BUDGET // (group * widest) // b * b)
+        chunk = max(b, _ROWS // b * b)
     chunk = min(max(chunk, -(-record // b) * b), n_data)
-    blob = None if data is not None else Blob(spec.widths[0] if shortcut else spec.d_in, data_law, seed, df)
+    group = init_chunk or max(1, min(n_inits, _ELEM_BUDGET // (chunk * widest)))
+    if fresh_data and data is not None:
+        _fail("simulate: fresh_data draws its own data; do not pass data")
+    blob = None if data is not None or fresh_data else Blob(spec.widths[0] if shortcut else spec.d_in, data_law, seed, df)
     outs, fracs, layer_parts, rec_parts = [], [], [], {}
     total, done = n_inits * n_data, 0
     for g_start in range(0, n_inits, group):
         inits = range(g_start, min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
-        chol = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]) if shortcut else None
+        chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
+            if shortcut else None
         acc_out = _Moments(moments)
-        acc = {(l, s): _Moments(moments) for l in range(len(spec.widths)) for s in stages(spec)} \
-            if layer_stats else {}
+        acc = {(l, s): _Moments(moments) for l in range(len(spec.widths)) for s in keep}
         counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=device)
         rec = {}
 
+        def on_stage(layer, stage, h):
+            if stage in keep:
+                acc[layer, stage].add(h)
+            if start == 0 and record:
+                rec[layer, stage] = h[:, :record].to("cpu", copy=True)
+
         for start in range(0, n_data, chunk):
             stop = min(n_data, start + chunk)
-            x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device, dtype=dtype)
-            first = None
-            if shortcut:
-                n = spec.widths[0]
-                first = (x @ chol.transpose(1, 2).permute(1, 0, 2).reshape(n, -1)).view(
-                    x.shape[0], len(inits), n).transpose(0, 1)
-
-            def on_stage(layer, stage, h, start=start):
-                if layer_stats:
-                    acc[layer, stage].add(h)
-                if start == 0 and record:
-                    rec[layer, stage] = h[:, :record].to("cpu", copy=True)
-
-            o = forward(spec, weights, x, on_stage if (layer_stats or record) else None, first)
+            if fresh_data:
+                x = fresh_rows(spec.widths[0] if shortcut else spec.d_in, data_law, seed, inits, start, stop,
+                               device, dtype)
+            else:
+                x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device,
+                                                                                          dtype=dtype)
+            first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t) if shortcut else None
+            o = forward(spec, weights, x, on_stage if (keep or record) else None, first)
             acc_out.add(o)
             counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)
             if start == 0 and record:
@@ -467,7 +505,7 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
         layer_parts.append({k: v.result() for k, v in acc.items()})
         for k, v in rec.items():
             rec_parts.setdefault(k, []).append(v)
-    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in stages(spec)}
-              for l in range(len(spec.widths))] if layer_stats else []
+    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in stages(spec) if s in keep}
+              for l in range(len(spec.widths))] if keep else []
     return SimResult(spec, n_inits, n_data, seed, str(device), NodeStats.cat(outs), torch.cat(fracs), layers,
                      {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0)

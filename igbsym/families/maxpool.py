@@ -15,8 +15,8 @@ moments have no closed form in k; their NumPy route evaluates, per distinct k,
 * E[h(M_k)] = ∫ h(x_k(t)) e^{-t-e^{-t}} dt, the probability-integral substitution x_k(t) = Φ^{-1}(exp(-e^{-t}/k))
   that turns the law of M_k into a standard Gumbel variable t for every k; a 40-point Gauss rule for that
   Gumbel weight (built once by the Stieltjes procedure) integrates the smooth x_k(t) to ~1e-15;
-* for ReLU the exact correction E[ReLU(M)] = E[M] + ∫_0^∞ Q(y)^k dy, E[ReLU(M)²] = E[M²] - k∫_0^∞ y²φ(y)Q(y)^{k-1} dy
-  (Q = 1 - Φ) by composite Gauss-Legendre for k < 64; for k >= 64 both terms are < 1e-20 relative and omitted.
+* for ReLU the exact correction E[ReLU(M)] = E[M] + ∫_0^∞ Q(y)^k dy, E[ReLU(M)²] = E[M²] - k∫_0^∞ y²φ(y)Q(y)^{k-1}
+  dy (Q = 1 - Φ) by composite Gauss-Legendre for k < 64; for k >= 64 both terms are < 1e-20 relative and omitted.
 
 The mpmath route is independent: tanh-sinh quadrature of the defining integral ∫ x dΦ(x/σ)^k in x.
 """
@@ -36,9 +36,9 @@ from ..registry import register
 IGB = "igb-initial-guessing-bias.txt"
 ACTS = ("identity", "relu")
 x, t = sp.Symbol("x", real=True), sp.Symbol("t", real=True)
-k = sp.Symbol("k", integer=True, positive=True)
+k = sp.Symbol("k", integer=True)
 sigma = sp.Symbol("sigma", positive=True)
-D = sp.Symbol("D", integer=True, positive=True)
+D = sp.Symbol("D", integer=True)
 
 K_MAX = 10**9
 K = Param("k", "integer", "pooling kernel size (number of pooled units)", minimum=1, maximum=K_MAX)
@@ -50,7 +50,8 @@ ACTIVATION = Param("activation", "choice", "identity (linear + pool) or relu (Re
 # --- law ------------------------------------------------------------------------------------------------------
 _z = x / sigma
 CDF = {"identity": Phi(_z) ** k, "relu": sp.Heaviside(x, 1) * Phi(_z) ** k}
-PDF = {act: sp.diff(Phi(_z) ** k, x) * (1 if act == "identity" else sp.Heaviside(x, 1)) for act in ACTS}
+_DENSITY = k * sp.exp(-_z**2 / 2) / (sp.sqrt(2 * sp.pi) * sigma) * Phi(_z) ** (k - 1)
+PDF = {"identity": _DENSITY, "relu": sp.Heaviside(x, 1) * _DENSITY}
 _LOG_SQ2PI = 0.5 * np.log(2 * np.pi)
 
 
@@ -82,7 +83,7 @@ EXACT_MOMENTS = {
     "relu": {
         1: (1 / sp.sqrt(2 * _pi), sp.S.Half),
         2: ((1 + _r2) / (2 * sp.sqrt(_pi)), sp.Rational(3, 4) + 1 / (2 * _pi)),
-        3: (3 * (4 * sp.atan(_r2 / 2) + _pi * (2 + _r2)) / (8 * _pi ** sp.Rational(3, 2)),
+        3: (3 * (_pi * (4 + _r2) - 4 * sp.atan(_r2)) / (8 * _pi ** sp.Rational(3, 2)),
             (6 + 2 * _r3 + 7 * _pi) / (8 * _pi)),
         4: ((6 + _r2) / (4 * sp.sqrt(_pi)), (36 + 32 * _r3 + 45 * _pi) / (48 * _pi)),
     },
@@ -160,7 +161,7 @@ K_RELU_TAIL = 64
 
 @lru_cache(maxsize=None)
 def _relu_tail_table():
-    """c1[k] = ∫_0^∞ Q^k dy and c2[k] = k ∫_0^∞ y² φ Q^{k-1} dy for k < 64 (10-point composite Gauss-Legendre)."""
+    """c1[k] = ∫_0^∞ Q^k dy and c2[k] = k ∫_0^∞ y² φ Q^{k-1} dy, k < 64 (10-point composite Gauss-Legendre)."""
     gx, gw = np.polynomial.legendre.leggauss(10)
     edges = np.concatenate([np.linspace(0, 1, 41), np.linspace(1, 10, 19)[1:]])
     mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
@@ -222,12 +223,16 @@ ATOM_NOTE = ("relu: an atom of mass 2^-k at 0 (all k pre-activations negative); 
 register(ClosedForm(
     "maxpool.cdf", "P(M_k <= x) for M_k = max of k iid phi(N(0, sigma^2)), phi = identity or ReLU.",
     (X, K, SIGMA, ACTIVATION), Provenance(IGB, "App. C.1, Eqs. 81 and 84", ATOM_NOTE),
-    builder=lambda activation: CDF[activation], kernel=_cdf_kernel))
+    builder=lambda activation: CDF[activation], kernel=_cdf_kernel,
+    display=r"\Phi\left(\tfrac{x}{\sigma}\right)^{k}\ (\text{identity}),\quad "
+            r"\theta(x)\,\Phi\left(\tfrac{x}{\sigma}\right)^{k}\ (\text{relu}, \theta(0) = 1)"))
 register(ClosedForm(
     "maxpool.pdf", "Density of M_k (for relu: of its continuous part, x > 0; the atom 2^-k at 0 is in maxpool.cdf).",
     (X, K, SIGMA, ACTIVATION), Provenance(IGB, "App. C.1, Eqs. 82-85", ATOM_NOTE + "; Eq. 85 as printed lost its "
                                                                                  "symbols and is rebuilt here"),
-    builder=lambda activation: PDF[activation], kernel=_pdf_kernel))
+    builder=lambda activation: PDF[activation], kernel=_pdf_kernel,
+    display=r"\frac{k}{\sigma}\,\phi\left(\tfrac{x}{\sigma}\right)\Phi\left(\tfrac{x}{\sigma}\right)^{k-1}"
+            r"\ (\text{relu: times } \theta(x);\ \text{plus the atom } 2^{-k}\delta(x))"))
 
 # --- forms: moments -------------------------------------------------------------------------------------------------
 
@@ -278,7 +283,8 @@ _L = sp.log(k)
 GUMBEL_LOC = sigma * (sp.sqrt(2 * _L) - (sp.log(_L) + sp.log(4 * sp.pi)) / (2 * sp.sqrt(2 * _L)))
 GUMBEL_SCALE = sigma / sp.sqrt(2 * _L)
 GUMBEL_NOTE = ("(M_k - a_k)/b_k -> standard Gumbel; the next-order term -(ln ln k + ln 4 pi)/(2 sqrt(2 ln k)) in a_k "
-               "is kept; the Kolmogorov distance to the true law still decays only like 1/ln k (see the checks)")
+               "is kept; the Kolmogorov distance to the true law still decays only like (ln ln k)^2/ln k (Hall 1979; "
+               "measured in derivations/maxpool.py and the checks)")
 register(ClosedForm(
     "maxpool.gumbel_loc", "Fisher-Tippett-Gnedenko location a_k of the max of k iid N(0, sigma^2), with the "
     "next-order correction.", (K2, SIGMA), Provenance(IGB, "App. C.1 (after Eq. 84), App. E", GUMBEL_NOTE),
@@ -287,7 +293,14 @@ register(ClosedForm(
     "maxpool.gumbel_scale", "Fisher-Tippett-Gnedenko scale b_k = sigma/sqrt(2 ln k) of the max of k iid N(0, sigma^2).",
     (K2, SIGMA), Provenance(IGB, "App. C.1 (after Eq. 84), App. E", GUMBEL_NOTE), expr=GUMBEL_SCALE))
 
-# --- forms: gamma -------------------------------------------------------------------------------------------------------
+def gumbel_kolmogorov(kk: int, n: int = 20001) -> float:
+    """Measured Gumbel error: sup_x |Φ(x)^k − Λ((x − a_k)/b_k)| on a grid of -8..+30 Gumbel scales around a_k."""
+    loc, scale = (float(sp.N(e.subs({k: kk, sigma: 1}), 20)) for e in (GUMBEL_LOC, GUMBEL_SCALE))
+    grid = loc + scale * np.linspace(-8, 30, n)
+    return float(np.max(np.abs(np.exp(kk * special.log_ndtr(grid)) - np.exp(-np.exp(-(grid - loc) / scale)))))
+
+
+# --- forms: gamma ------------------------------------------------------------------------------------------------
 GAMMA_NOTE = ("gamma = E[M_k]^2/Var[M_k] (scale-free): Var_W(mu_c) = N sigma_v^2 E[M_k]^2 and Var_chi(O_c) = "
               "N sigma_v^2 Var[M_k] for N pooled units with zero-mean output weights (Eqs. 16-19, 101-103); "
               "linear + pool has gamma > 0 for every k >= 2 (pooling alone creates IGB, Sec. 4.2)")
@@ -312,22 +325,26 @@ register(ClosedForm(
     "maxpool.gamma", "IGB strength gamma of a single hidden layer with max-pooling of kernel k (Kaiming weights, "
     "N(0, I) data, infinite width).", (K, ACTIVATION), Provenance(IGB, "Sec. 4.2 Eqs. 16-19, App. C.3, App. E",
                                                                 GAMMA_NOTE),
-    builder=_gamma_case))
+    builder=_gamma_case, display=r"\frac{E[M_k]^2}{\mathrm{Var}[M_k]},\ \gamma(\text{identity}, 2) = "
+                                 r"\gamma(\text{relu}, 1) = \frac{1}{\pi - 1},\ "
+                                 r"\gamma \sim \frac{24}{\pi^2}\ln^2 k\ (k \to \infty)"))
 
-# --- forms: App. D.2 extreme bins ------------------------------------------------------------------------------------------
+# --- forms: App. D.2 extreme bins ---------------------------------------------------------------------------------
 RULES = ("threshold", "binomial")
 H_TRAP, T_TRAP = 0.2, np.arange(-6.0, 45.0 + 0.1, 0.2)
 
 
 def _mass_binomial(gamma, dd):
-    """2 E_z[Φ(√γ z)^D] = 2 E[Φ(-M_D/√γ)] (M_D the max of D iid N(0, 1)); trapezoid in the Gumbel variable of M_D."""
+    """2 E_z[Φ(√γ z)^D] = 2 E[Φ(-M_D/√γ)] (M_D: max of D iid N(0, 1)); trapezoid in the Gumbel variable of M_D."""
     gamma, dd = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(dd, float))
-    w = H_TRAP * np.exp(-T_TRAP - np.exp(-T_TRAP))
-    pos = gamma > 0
-    xs = quantile_at_gumbel(T_TRAP[None, :], dd[pos][:, None])
+    shape, gamma, dd = gamma.shape, gamma.ravel(), dd.ravel()
     out = 2.0 ** (1 - dd)  # gamma = 0: G0 = Binomial(D, 1/2)/D exactly
-    out[pos] = 2 * (special.ndtr(-xs / np.sqrt(gamma[pos])[:, None]) @ w)
-    return out
+    pos = gamma > 0
+    d_uniq, row = np.unique(dd[pos], return_inverse=True)
+    xs = quantile_at_gumbel(T_TRAP[None, :], d_uniq[:, None])   # depends on D only
+    w = H_TRAP * np.exp(-T_TRAP - np.exp(-T_TRAP))
+    out[pos] = 2 * (special.ndtr(-xs[row] / np.sqrt(gamma[pos])[:, None]) @ w)
+    return out.reshape(shape)
 
 
 def _mass_route(rule: str, activation: str) -> NumericRoute:
@@ -348,7 +365,11 @@ def _mass_route(rule: str, activation: str) -> NumericRoute:
             return mpmath.mpf(2) ** (1 - dd)
         s = mpmath.sqrt(gamma)
         f = lambda z: mpmath.npdf(z) * mpmath.exp(dd * mpmath.log(mpmath.ncdf(s * z)))  # noqa: E731
-        return 2 * mpmath.quad(f, [-mpmath.inf, -2, 0, 2, 4, 6, 8, mpmath.inf])
+        step = mpmath.sqrt(2 * mpmath.log(dd)) / s      # where Φ(s z)^D switches on, width ~ 1/(s·sqrt(2 ln D))
+        width = 1 / (s * mpmath.sqrt(2 * mpmath.log(dd)))
+        pts = sorted({mpmath.mpf(p) for p in (-2, 0, 2, 4, 6, 8)}
+                     | {step + j * width for j in (-8, -3, -1, 0, 1, 3, 8)})
+        return 2 * mpmath.quad(f, [-mpmath.inf] + pts + [mpmath.inf])
 
     g, z = sp.Symbol("gamma", positive=True), sp.Symbol("z", real=True)
     defining = (2 * Phi(PhiInv(1 / D) / sp.sqrt(g)) if rule == "threshold" else
@@ -370,4 +391,6 @@ register(ClosedForm(
     Provenance(IGB, "App. D.2, Eqs. 115-117 (with App. D.1 Eq. 114)",
                "the threshold rule replaces the binomial finite-D law of G0_hat by a cut of the population G0 at "
                "1/D; for a power-law edge F(g) ~ g^(1/gamma) the two differ by a factor ~Gamma(1 + 1/gamma)"),
-    builder=lambda rule, activation: _mass_route(rule, activation)))
+    builder=lambda rule, activation: _mass_route(rule, activation),
+    display=r"2\,\Phi\left(\Phi^{-1}(1/D)/\sqrt{\gamma_k}\right)\ (\text{threshold}),\quad "
+            r"2\int \phi(z)\,\Phi(\sqrt{\gamma_k} z)^{D}\,dz\ (\text{binomial})"))

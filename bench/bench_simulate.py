@@ -1,0 +1,141 @@
+"""Benchmarks of validation.simulate, all measured in one run (``python bench/bench_simulate.py``).
+
+1. Batched simulator vs a per-network loop over torch.nn.Sequential doing the same work (same weights
+   sampler, same data chunks, same output statistics): target ≥ 5× on CPU.
+2. Achieved FLOP/s of the simulator vs a plain torch.mm of the same total size: target ≥ 50 % at width ≥ 256.
+3. Peak RSS as the dataset grows 10⁴ → 10⁶ points (each size in a fresh process): stays bounded.
+4. The exact Gaussian shortcut (first-layer pre-activations z·chol(WᵀW)ᵀ) vs the plain network.
+Times are the best of ``--repeat`` runs (the machine may be shared). ``IGBSYM_THREADS`` sets torch threads.
+Results go to stdout and ``bench/results_simulate.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from validation.simulate import NetSpec, sample_weights, sequential, simulate, Blob  # noqa: E402
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def loop_reference(spec, n_inits, n_data, chunk=256, seed=0):
+    """Per-network loop: one torch.nn.Sequential per init, the same chunks and output statistics."""
+    blob = Blob(spec.d_in, seed=seed)
+    stats = []
+    for i in range(n_inits):
+        net = sequential(spec, sample_weights(spec, [i], seed, "cpu"), 0)
+        s1 = s2 = 0.0
+        counts = torch.zeros(spec.n_classes)
+        with torch.no_grad():
+            for start in range(0, n_data, chunk):
+                o = net(blob.rows(start, min(n_data, start + chunk)).float())
+                s1, s2 = s1 + o.sum(0).double(), s2 + (o.double() ** 2).sum(0)
+                counts += torch.bincount(o.argmax(1), minlength=spec.n_classes)
+        stats.append((s1 / n_data, counts / n_data))
+    return stats
+
+
+def flops(spec, n_inits, n_data):
+    return 2.0 * n_inits * n_data * sum(fi * fo for fi, fo in spec.shapes())
+
+
+def bench_loop(repeat):
+    rows = []
+    for d, n, inits, data in ((32, 64, 400, 1024), (64, 256, 400, 1024), (256, 256, 64, 4096)):
+        spec = NetSpec(d, (n,), activation="relu")
+        t_b = best(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
+        t_l = best(lambda: loop_reference(spec, inits, data), repeat)
+        rows.append(dict(d=d, width=n, inits=inits, data=data, batched_s=t_b, loop_s=t_l, speedup=t_l / t_b))
+    return rows
+
+
+def bench_flops(repeat):
+    rows = []
+    for d, n, inits, data in ((256, 256, 128, 4096), (512, 512, 64, 4096)):
+        spec = NetSpec(d, (n,), activation="relu")
+        f = flops(spec, inits, data)
+        t_sim = best(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
+        a, b = torch.randn(data, d), torch.randn(d, inits * n)   # the first layer as one GEMM
+        t_mm = best(lambda: torch.mm(a, b), repeat)
+        f_mm = 2.0 * data * d * b.shape[1]
+        rows.append(dict(d=d, width=n, inits=inits, data=data, sim_gflops=f / t_sim / 1e9,
+                         mm_gflops=f_mm / t_mm / 1e9, ratio=(f / t_sim) / (f_mm / t_mm)))
+    return rows
+
+
+CHILD = """
+import resource, sys, time, torch
+sys.path.insert(0, {root!r})
+from validation.simulate import NetSpec, simulate
+spec = NetSpec(32, (128,), activation="relu")
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t0 = time.perf_counter()
+simulate(spec, 16, {n}, layer_stats=True)
+print(base)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, time.perf_counter() - t0)
+"""
+
+
+def bench_memory():
+    rows, root = [], str(Path(__file__).resolve().parents[1])
+    for n in (10_000, 100_000, 1_000_000):
+        out = subprocess.run([sys.executable, "-c", CHILD.format(root=root, n=n)], capture_output=True, text=True,
+                             check=True, env=os.environ.copy()).stdout.split()
+        rows.append(dict(n_data=n, inits=16, d=32, width=128, rss_after_import_mb=float(out[0]),
+                         peak_rss_mb=float(out[1]), seconds=float(out[2]), dataset_mb_if_stored=n * 32 * 4 / 2**20,
+                         activations_mb_if_stored=n * 16 * 128 * 4 / 2**20))
+    return rows
+
+
+def bench_shortcut(repeat):
+    spec = NetSpec(1024, (128,), activation="relu")
+    kw = dict(layer_stats=False, fresh_data=True)
+    t_plain = best(lambda: simulate(spec, 64, 4096, **kw), repeat)
+    t_fast = best(lambda: simulate(spec, 64, 4096, shortcut="gaussian", **kw), repeat)
+    return dict(d=1024, width=128, inits=64, data=4096, plain_s=t_plain, shortcut_s=t_fast,
+                speedup=t_plain / t_fast)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    if os.environ.get("IGBSYM_THREADS"):
+        torch.set_num_threads(int(os.environ["IGBSYM_THREADS"]))
+    res = dict(threads=torch.get_num_threads(), torch=torch.__version__, loop=bench_loop(args.repeat),
+               flops=bench_flops(args.repeat), memory=bench_memory(), shortcut=bench_shortcut(args.repeat))
+    print(f"torch {res['torch']}, {res['threads']} thread(s), best of {args.repeat}")
+    for r in res["loop"]:
+        print(f"[batched vs nn.Sequential loop] d={r['d']} n={r['width']} I={r['inits']} D={r['data']}: "
+              f"{r['batched_s']:.2f} s vs {r['loop_s']:.2f} s -> {r['speedup']:.1f}x")
+    for r in res["flops"]:
+        print(f"[FLOP/s] d={r['d']} n={r['width']} I={r['inits']} D={r['data']}: simulator {r['sim_gflops']:.1f} "
+              f"GFLOP/s vs torch.mm {r['mm_gflops']:.1f} GFLOP/s -> {100 * r['ratio']:.0f} %")
+    for r in res["memory"]:
+        print(f"[memory] D={r['n_data']:>8}: peak RSS {r['peak_rss_mb']:.0f} MB (after imports "
+              f"{r['rss_after_import_mb']:.0f} MB) in {r['seconds']:.1f} s; stored, the dataset would take "
+              f"{r['dataset_mb_if_stored']:.0f} MB and one layer's activations {r['activations_mb_if_stored']:.0f} MB")
+    s = res["shortcut"]
+    print(f"[gaussian shortcut] d={s['d']} n={s['width']} I={s['inits']} D={s['data']}: {s['plain_s']:.2f} s -> "
+          f"{s['shortcut_s']:.2f} s ({s['speedup']:.1f}x)")
+    (Path(__file__).parent / "results_simulate.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()

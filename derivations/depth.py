@@ -1,0 +1,291 @@
+"""Derivation of the depth law of γ and of the normalisation placements (igbsym/families/depth.py).
+
+1. The node-centre picture gives c = V_μ/(V_μ + V_χ) = γ/(1+γ) and the block map c' = E[φ(u)φ(u')]/E[φ(u)²].
+2. For ReLU the Gaussian integral E[φ(u)φ(u')] is done by SymPy in polar coordinates: the degree-1 arc-cosine
+   kernel; leaky ReLU follows from ReLU by the sign symmetry of the Gaussian. Every registered closed-form case is
+   rebuilt from these integrals and proved equal to the registry.
+3. Asymptotics: SymPy series of the map near c = 1 give γ_L = 2r²L²/(9π²) + O(L log L).
+4. Placements: LN/RMSNorm rescale by a positive per-sample scalar (Lemma F.1 for α > 0 suffices), LN after φ
+   re-centres, RMSNorm after φ does not (Sec. 4.1.3 fails), BN before φ resets c to 0, BN after φ centres.
+"""
+import mpmath
+import sympy as sp
+
+import igbsym
+from igbsym.families import depth as D
+
+from .base import Derivation, symbolically_equal
+
+q = sp.Symbol("q", positive=True)
+c = sp.Symbol("c", real=True)
+a = sp.Symbol("a", real=True)
+sw = sp.Symbol("sigma_w", positive=True)
+r, t, th = sp.Symbol("r", positive=True), sp.Symbol("t", real=True), sp.Symbol("theta", positive=True)
+vmu, vchi = sp.Symbol("V_mu", positive=True), sp.Symbol("V_chi", positive=True)
+
+
+def relu_cross_moment():
+    """E[ReLU(u) ReLU(u')] for (u, u') ~ N(0, q[[1, c], [c, 1]]), c = cos θ, by integrating in polar coordinates.
+
+    z = (r cos t, r sin t) standard normal; u = √q r cos t, u' = √q r cos(t − θ); both > 0 iff t ∈ (θ − π/2, π/2).
+    """
+    radial = sp.integrate(r**3 * sp.exp(-r**2 / 2) / (2 * sp.pi), (r, 0, sp.oo))
+    angular = sp.integrate(sp.cos(t) * sp.cos(t - th), (t, th - sp.pi / 2, sp.pi / 2))
+    return radial, sp.simplify(angular), q * radial * sp.simplify(angular)
+
+
+def _map(d: Derivation):
+    d.step("State of a layer (App. F.1 of the IGB paper, in closed form): node i's pre-activation on input x is "
+           "h_i(x) = mu_i + xi_i(x), centre mu_i ~ N(0, V_mu) over nodes and initialisations, data noise "
+           "xi_i ~ N(0, V_chi). For two independent inputs x, x' the pair (h_i(x), h_i(x')) = (mu + xi, mu + xi') has "
+           "covariance [[V_mu + V_chi, V_mu], [V_mu, V_mu + V_chi]] (xi, xi' independent given the weights):")
+    cov_uu = sp.expand((vmu + 0) + 0)   # E[(mu+xi)(mu+xi')] = E[mu^2]
+    c_def = cov_uu / (vmu + vchi)
+    d.step("so the correlation of two independent inputs is c = V_mu/(V_mu + V_chi); with gamma = V_mu/V_chi:",
+           sp.Eq(sp.Symbol("c"), c_def))
+    gam = sp.Symbol("gamma", positive=True)
+    assert sp.simplify(c_def.subs(vmu, gam * vchi) - gam / (1 + gam)) == 0
+    d.step("which is c = gamma/(1+gamma) (igb-talk-slides.txt), proved by substituting V_mu = gamma V_chi.")
+    d.step("Next layer, zero-mean weights N(0, sigma_w^2/N): Var_W(mu') = sigma_w^2 E_mu[(E_xi phi(mu + xi))^2] = "
+           "sigma_w^2 E[phi(u) phi(u')] (the Gaussian integral over node centres), and E_W Var_chi(h') = "
+           "sigma_w^2 (E[phi(u)^2] - E[phi(u) phi(u')]) (cross-node data covariances average to 0 over the zero-mean "
+           "weights). Hence q' = sigma_w^2 E[phi^2], c' = E[phi(u) phi(u')]/E[phi(u)^2] and gamma' = c'/(1 - c').")
+    radial, angular, cross = relu_cross_moment()
+    d.step("ReLU: in polar coordinates the radial integral is", radial)
+    d.step("and the angular integral over t in (theta - pi/2, pi/2) of cos t cos(t - theta) is", angular)
+    cross_c = sp.simplify(cross.subs(th, sp.acos(c)))
+    d.step("so with theta = arccos c (0 <= theta <= pi covers -1 <= c <= 1), E[ReLU(u) ReLU(u')] =", cross_c)
+    second = sp.integrate(q * r**3 * sp.exp(-r**2 / 2) / (2 * sp.pi) * sp.cos(t)**2 / q * q, (t, -sp.pi / 2, sp.pi / 2))
+    second = sp.simplify(sp.integrate(second, (r, 0, sp.oo)))
+    d.step("and E[ReLU(u)^2] (the same integral with theta = 0) =", second)
+    relu_map = sp.simplify(cross_c / second)
+    d.prove("depth.corr_map", relu_map, activation="relu")
+    d.step("This is the normalised degree-1 arc-cosine kernel k(c) = (sqrt(1-c^2) + (pi - arccos c) c)/pi: "
+           "the hint's formula, now derived.")
+    assert symbolically_equal(relu_map, (sp.sqrt(1 - c**2) + (sp.pi - sp.acos(c)) * c) / sp.pi)
+    # leaky: phi_a(u) = ReLU(u) - a ReLU(-u); (−u, −u') has correlation c, (u, −u') has correlation −c
+    rr = lambda cc: cross_c.subs(c, cc)  # noqa: E731
+    leaky_cross = sp.expand(rr(c) + a**2 * rr(c) - 2 * a * rr(-c)).subs(sp.acos(-c), sp.pi - sp.acos(c))
+    leaky_second = sp.expand((1 + a**2) * second)
+    d.step("Leaky ReLU phi_a(u) = ReLU(u) - a ReLU(-u): (-u, -u') has correlation c and (u, -u') has correlation -c, "
+           "so E[phi_a(u) phi_a(u')] = (1 + a^2) K(c) - 2 a K(-c) with K the ReLU cross moment "
+           "(and arccos(-c) = pi - arccos(c) on [-1, 1]):", leaky_cross)
+    leaky_map = leaky_cross / leaky_second
+    d.prove("depth.corr_map", leaky_map, activation="leaky_relu")
+    d.prove("depth.corr_map", sp.expand(q * c) / q, activation="identity")
+    mean = sp.integrate(r**2 * sp.exp(-r**2 / 2) / (2 * sp.pi), (r, 0, sp.oo)) * sp.integrate(sp.cos(t), (t, -sp.pi / 2,
+                                                                                                       sp.pi / 2))
+    relu_mean = sp.sqrt(q) * mean
+    d.step("E[ReLU(u)] = sqrt(q) x (polar integral) =", relu_mean)
+    assert sp.simplify(cross_c.subs(c, 0) - relu_mean**2) == 0
+    d.step("At c = 0 the cross moment equals E[ReLU(u)]^2 (independent inputs): the first layer's centres carry "
+           "E[phi]^2 only.")
+    return {"relu": (cross_c, second, relu_mean),
+            "leaky_relu": (leaky_cross, leaky_second, (1 - a) * relu_mean),
+            "identity": (q * c, q, sp.S.Zero)}
+
+
+def _moments_srelu(mom, sigma1):
+    p, s, m = mom["relu"]
+    k = sigma1 / sp.sqrt(2 * sp.pi)
+    return p - 2 * k * m + k**2, s - 2 * k * m + k**2, m - k
+
+
+def _iterate(mom, act, norm, placement, L):
+    """γ_L rebuilt from the derived integrals (not from the family module's expressions)."""
+    pre_norm = norm != "none" and placement == "pre"
+    qq, cc = sw**2, sp.S.Zero
+    for _ in range(L):
+        qi, ci = (qq, cc) if not pre_norm else ((1, cc) if norm != "batchnorm" else (1, 0))
+        p, s, m = _moments_srelu(mom, 1 if pre_norm else sw) if act == "srelu" else mom[act]
+        p, s, m = (sp.sympify(v).subs({q: qi, c: ci}, simultaneous=True) for v in (p, s, m))
+        if placement == "pre" or norm == "none":
+            qq, cc = sw**2 * s, p / s
+        elif norm == "layernorm":
+            qq, cc = sw**2, (p - m**2) / (s - m**2)
+        elif norm == "rmsnorm":
+            qq, cc = sw**2, p / s
+        else:
+            qq, cc = sw**2, sp.S.Zero
+    return cc / (1 - cc)
+
+
+def _depth_law(d: Derivation, mom):
+    d.step("Depth law: start from the first hidden layer (q, c) = (sigma_w^2, 0) and apply the block map L times; "
+           "gamma_L = c_L/(1 - c_L) at the output. L = 1 must reproduce igb.gamma:")
+    for act in ("relu", "leaky_relu", "srelu", "identity"):
+        g1 = sp.simplify(_iterate(mom, act, "none", "pre", 1))
+        d.prove("depth.gamma", g1, L=1, activation=act)
+        ref = igbsym.get("igb.gamma").case(activation=act)
+        assert symbolically_equal(g1, ref.subs(sp.Symbol("sigma", positive=True), sw)), (act, g1, ref)
+    d.step("and depth.gamma(L=1) = igb.gamma for relu, leaky_relu, srelu, identity (gamma_1 = 1/(pi - 1) for ReLU).")
+    for L in range(2, D.L_EXACT + 1):
+        for act in ("relu", "leaky_relu"):
+            d.prove("depth.gamma", _iterate(mom, act, "none", "pre", L), L=L, activation=act)
+    for L in (2, 3):
+        d.prove("depth.gamma", _iterate(mom, "srelu", "none", "pre", L), L=L, activation="srelu")
+    g2 = _iterate(mom, "relu", "none", "pre", 2)
+    d.step("For example gamma after two ReLU layers:", g2)
+    pts = [dict(a=av, sigma_w="1") for av in ("0", "0.1", "-0.3")]
+    for L in (6, 12):
+        expr = _iterate(mom, "leaky_relu", "none", "pre", L)
+        fn = sp.lambdify((a, sw), expr, modules="mpmath")
+        d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, fn=fn: fn(a, sigma_w), pts, dps=40, tol=1e-30,
+                                 reason="the L-fold iteration route vs the derived nested closed form evaluated in "
+                                        "mpmath", L=L, activation="leaky_relu")
+    d.step("SReLU (App. G.3) subtracts sigma/sqrt(2 pi), the ReLU mean of layer 1 only. The next layer's variance is "
+           "q_2 = sigma_w^2 Var[ReLU] = sigma_w^4 (pi - 1)/(2 pi), so the shift centres layer 2 iff q_2 = sigma_w^2:")
+    fixed = sp.solve(sp.Eq(sw**4 * (sp.pi - 1) / (2 * sp.pi), sw**2), sw)
+    d.step("sigma_w =", fixed[0])
+    g3 = _iterate(mom, "srelu", "none", "pre", 3)
+    assert sp.simplify(g3.subs(sw, fixed[0])) == 0
+    d.step("At that sigma_w SReLU is IGB-free at every depth (gamma_3 simplifies to 0); otherwise gamma_L > 0 for L >= 2, "
+           f"e.g. sigma_w = 1: gamma_2 = {float(_iterate(mom, 'srelu', 'none', 'pre', 2).subs(sw, 1)):.6f}.")
+    d.erratum("igb-initial-guessing-bias.txt, App. G.2-G.3 (Eqs. 178-188, SReLU)",
+              "a null-mean activation (e.g. SReLU) keeps every layer's nodes identically distributed: no IGB at any depth",
+              "the null-mean condition must hold for the pre-activation law of each layer, whose variance changes with "
+              "depth; SReLU's fixed shift centres layer 1 only, so gamma_L > 0 for L >= 2 unless sigma_w^2 = "
+              "2 pi/(pi - 1) (or a norm resets the variance before phi)",
+              "SymPy iteration of the derived block map (derivations/depth.py); torch check depth_activations")
+
+
+def _asymptotics(d: Derivation):
+    rr = sp.Symbol("r", positive=True)
+    kmap = sp.cos(th) + rr * (sp.sin(th) - th * sp.cos(th)) / sp.pi
+    series = sp.series(kmap - sp.cos(th), th, 0, 6).removeO()
+    d.step("Near c = 1 write c = cos theta. With r = (1 - a)^2/(1 + a^2) the leaky map is c + r (sin theta - "
+           "theta cos theta)/pi, whose excess over c is", series)
+    inv = sp.simplify(sp.series(1 / sp.acos(kmap), th, 0, 2).removeO())
+    d.step("SymPy series of 1/theta' = 1/arccos(k(cos theta)):", inv)
+    step1 = sp.simplify(inv.coeff(th, 0))
+    step_lin = sp.simplify(inv.coeff(th, 1))
+    assert sp.simplify(inv - (1 / th + step1 + step_lin * th)) == 0
+    d.step("so 1/theta_L = r L/(3 pi) + O(log L) (each layer adds r/(3 pi), the O(theta) term sums to a logarithm) "
+           "and gamma_L = cos theta/(1 - cos theta) = 2/theta^2 - 5/6 + O(theta^2):")
+    lim = sp.limit((2 * (1 / (3 * sp.pi) * rr * sp.Symbol("L", positive=True)) ** 2) / sp.Symbol("L") ** 2,
+                   sp.Symbol("L", positive=True), sp.oo)
+    d.step("lim gamma_L / L^2 = 2 r^2/(9 pi^2) = 2 (1-a)^4/(9 pi^2 (1+a^2)^2); ReLU: 2/(9 pi^2) ~ 0.0225, with next "
+           "term (2/(3 pi^2)) L ln L for ReLU:", lim)
+    assert sp.simplify(step1 - rr / (3 * sp.pi)) == 0
+    form = igbsym.get("depth.gamma")
+    for L in (10**3, 10**5):
+        ratio = float(form.numpy(L=L, activation="relu")) / L**2 / (2 / (9 * mpmath.pi ** 2))
+        d.step(f"Numerically gamma_L/(2 L^2/(9 pi^2)) = {ratio:.6f} at L = {L} (the registered iteration).")
+    assert abs(ratio - 1) < 1e-3
+    d.step("So gamma_L -> infinity like L^2 for every slope a != 1 (App. F.2 proves divergence; the rate is new). "
+           "For a = 1 (identity) r = 0 and gamma stays 0.")
+
+
+def _placements(d: Derivation, mom):
+    al = sp.Symbol("alpha", positive=True)
+    p, s, m = mom["relu"]
+    ratio_scaled = sp.simplify((p / s).subs(q, al**2 * q) - p / s)
+    d.step("LN + phi (Thm F.2): LN subtracts the layer mean of h(x), which tends to 0 (the centres have zero mean over "
+           "nodes), and divides by the per-sample std sqrt(q) > 0, the same for every input as width -> inf. So the "
+           "activation sees (q, c) -> (1, c). For ReLU the map depends on c only: P/S at (alpha^2 q, c) minus P/S "
+           "at (q, c) is", ratio_scaled)
+    assert ratio_scaled == 0
+    d.step("This is Lemma F.1 with alpha = 1/sigma-hat > 0, where it holds (rectified.scaled_mean/var, "
+           "derivations/rectified.py); the paper's use never needs alpha < 0, for which Lemma F.1 is false.")
+    for L in (1, 2, 3):
+        for short, norm, pl in (("ln_pre", "layernorm", "pre"), ("rms_pre", "rmsnorm", "pre"),
+                                ("rms_post", "rmsnorm", "post")):
+            derived = _iterate(mom, "relu", norm, pl, L)
+            d.prove(f"depth.gamma_{short}", derived, L=L, activation="relu")
+            assert symbolically_equal(derived, _iterate(mom, "relu", "none", "pre", L))
+        for short, norm in (("ln_post", "layernorm"), ("bn_post", "batchnorm")):
+            d.prove(f"depth.gamma_{short}", _iterate(mom, "relu", norm, "post", L), L=L, activation="relu")
+        d.prove("depth.gamma_ln_pre", _iterate(mom, "leaky_relu", "layernorm", "pre", L), L=L, activation="leaky_relu")
+    d.step("Proved for L = 1..3: LN + ReLU, RMSNorm + ReLU and ReLU + RMSNorm all equal the no-norm law; ReLU + LN and "
+           "ReLU + BN give 0.")
+    d.step("phi + LN (Thm F.3): LN subtracts the per-sample layer mean E[phi(u)] and divides by the layer std, so "
+           "c' = (P - M^2)/(S - M^2); from c = 0, P = M^2 and c' = 0 at every layer. phi + RMSNorm divides by "
+           "sqrt(E[phi^2]) but keeps the layer mean E[phi] = sqrt(q/(2 pi)) != 0, so c' = P/S: the no-norm law.")
+    d.erratum("norm-placement-bn-ln.txt, Sec. 4.1.3 and Sec. 1 ('LN is formally equivalent to RMSNorm at "
+              "initialization, so our LN results directly extend to RMSNorm')",
+              "LN and RMSNorm are equivalent at init in both placements",
+              "true before the activation (the layer mean of pre-activations vanishes); false after it: the layer mean "
+              "of ReLU outputs is sqrt(q/(2 pi)) > 0, RMSNorm keeps it, and ReLU + RMSNorm follows the growing no-norm "
+              "law (gamma_L ~ 2L^2/(9 pi^2)) instead of ReLU + LN's gamma = 0",
+              "SymPy (derivations/depth.py) and torch nn.RMSNorm MLPs (check depth_placements)")
+    d.erratum("norm-placement-bn-ln.txt, Thm F.2 (Eqs. 92-93)",
+              "both variances are multiplied by (sigma-hat^(1))^2, a factor constant in depth",
+              "LN divides (Eq. 101: sigma_w^2/(sigma-hat^(1))^2) and rescales at every layer by 1/q_l, which changes "
+              "with depth unless sigma_w^2 = 2; gamma is unaffected because the factor is common",
+              "the (q, c) recursion of derivations/depth.py")
+    g_none = float(igbsym.get("depth.gamma").numpy(L=6, activation="gelu"))
+    g_ln = float(igbsym.get("depth.gamma_ln_pre").numpy(L=6, activation="gelu"))
+    d.step(f"For an activation that is not positively homogeneous the rescaling changes the map: GELU, sigma_w = 1, "
+           f"L = 6: no norm gamma = {g_none:.4f}, LN + GELU gamma = {g_ln:.4f}.")
+    d.erratum("norm-placement-bn-ln.txt, Thm F.2 with App. B ('our theoretical results hold broadly across generic "
+              "activation functions')",
+              "LN before the activation leaves gamma equal to the no-norm value",
+              "only for positively homogeneous activations (ReLU, leaky ReLU): for GELU/SiLU/sigmoid LN resets q to 1 "
+              "and the depth law differs (GELU, sigma_w = 1, L = 6: %.4f vs %.4f)" % (g_ln, g_none),
+              "quadrature of the (q, c) recursion and torch LayerNorm+GELU MLPs (check depth_activations)")
+    d.step("BN + phi (Thm E.1): BN standardises every node over the data, removing its centre: (q, c) -> (1, 0) before "
+           "phi at every layer, so gamma is the one-layer value E[phi(Z)]^2/Var[phi(Z)], Z ~ N(0, 1), at every depth "
+           "(training-mode batch statistics; with a mini-batch of B points the canonical law of bn.gamma_canonical). "
+           "phi + BN (Thm E.2): every node is centred (per batch, hence over the data): gamma = 0.")
+    d.prove_numeric_identity("depth.gamma_bn_pre", lambda a, sigma_w, B: 1 / (mpmath.pi - 1),
+                             [dict(a="0.01", sigma_w=sv, B="inf") for sv in ("0.5", "1", "3")], dps=30, tol=1e-25,
+                             reason="full-batch BN + ReLU equals 1/(pi - 1) at every depth and sigma_w", L=5,
+                             activation="relu")
+    for act in ("relu", "gelu", "tanh"):
+        d.prove("depth.gamma_bn_post", sp.S.Zero, L=4, activation=act)
+    d.step("Antisymmetric activations (App. G.2): if phi is odd and the data law is symmetric (x and -x equal in law), "
+           "every pre-activation is an odd function of x (Linear, odd phi, LN, RMSNorm and BN with zero bias all "
+           "commute with x -> -x), so E_chi h_i = 0 exactly for every node, width and depth: gamma = 0. In the "
+           "width limit centred data (E x = 0) suffice, since the pre-activations are Gaussian; uncentred data "
+           "E x = m give gamma_1 = |m|^2/tr Cov(x) > 0 already for the identity.")
+    for act in ("tanh", "erf", "identity"):
+        for norm, pl in (("none", "pre"), ("layernorm", "pre"), ("rmsnorm", "post")):
+            d.prove("depth.gamma", sp.S.Zero, L=7, activation=act, norm=norm, placement=pl)
+
+
+def _numeric_routes(d: Derivation):
+    pts = [dict(a="0.01", sigma_w=sv) for sv in ("0.7", "1.5")]
+    for act in ("gelu", "sigmoid"):
+        d.prove_numeric_identity(
+            "depth.gamma", lambda a, sigma_w, act=act: _mp_reference(act, 2, a, sigma_w), pts, dps=20, tol=1e-11,
+            reason="composite Gauss-Legendre (q, c) iteration vs the node-centre integral "
+                   "E_mu[(E_xi phi(mu + xi))^2] by nested mpmath quadrature", L=2, activation=act)
+
+
+def _mp_reference(act, L, a, sigma_w):
+    qq, cc = sigma_w**2, mpmath.mpf(0)
+    for _ in range(L):
+        p, s, m = D.mp_moments(act, qq, cc, a)
+        qq, cc = sigma_w**2 * s, p / s
+    return cc / (1 - cc)
+
+
+def _node_centre_check(d: Derivation):
+    mean = igbsym.get("rectified.mean")
+
+    def via_centres(c, a=None):
+        """E_mu[(E_xi ReLU(mu + xi))^2] / E[ReLU^2] with q = 1, using rectified.mean (Lemma F.1's Eq. 85)."""
+        sd = mpmath.sqrt(1 - c)
+        p = mpmath.quad(lambda z: mean.mp(mpmath.mp.dps, mu=mpmath.sqrt(c) * z, sigma=sd) ** 2
+                        * mpmath.npdf(z), [-mpmath.inf, 0, mpmath.inf])
+        return p / mpmath.mpf("0.5")
+    d.prove_numeric_identity("depth.corr_map", via_centres, [dict(c=cv) for cv in ("0.1", "0.5", "0.9")], dps=25,
+                             tol=1e-18, reason="the paper's recursion (App. F.1, Eqs. 137-141): the Gaussian integral "
+                                                "over node centres of the squared rectified mean equals the arc-cosine "
+                                                "map", activation="relu")
+
+
+def derive() -> Derivation:
+    d = Derivation("depth", "Depth law of gamma and normalisation placement")
+    mom = _map(d)
+    _node_centre_check(d)
+    _depth_law(d, mom)
+    _asymptotics(d)
+    _placements(d, mom)
+    _numeric_routes(d)
+    return d
+
+
+if __name__ == "__main__":
+    from .base import document
+    print(document([derive()]))

@@ -1,0 +1,122 @@
+"""Estimators with uncertainties for simulated untrained networks (inits are the i.i.d. units).
+
+γ = Var_W(μ_c) / E_W[Var_χ(O_c)] (paper Def. C.2). With D data points the sample centre μ̂ has
+E[μ̂²] = E_W[μ²] + E_W[Var_χ]/D (exactly, for i.i.d. data and the unbiased data variance s²), so
+:func:`gamma_estimate` uses a_i = mean_c(μ̂_ic² − s²_ic/D), b_i = mean_c s²_ic and γ̂ = ā / b̄; E_W[μ_c] = 0 by the
+sign symmetry of the output weights, so no centring is needed (``center=True`` centres anyway, for hidden
+nodes). Standard error: delta method over inits (``method='delta'``) or a percentile bootstrap over inits
+(``method='bootstrap'``). The ratio-of-means bias is O(1/I) relative, below SE/√I.
+
+With a dataset shared by all inits the units are i.i.d. only given the dataset; its own fluctuation
+(O(1/(D√d)) in γ̂) is then not in the SE — negligible unless γ = 0, where checks use ``fresh_data=True``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy import stats as sps
+
+from igbsym.errors import InputError
+
+Z95 = 1.959963984540054
+
+
+@dataclass
+class Estimate:
+    """value ± se with a confidence interval [lo, hi] (95 % unless stated), the method and the unit count."""
+
+    value: float
+    se: float
+    lo: float
+    hi: float
+    method: str
+    n: int
+
+    def __str__(self):
+        return f"{self.value:.5g} ± {self.se:.2g} ({self.method}, n={self.n})"
+
+
+def _np(x) -> np.ndarray:
+    return x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, float)
+
+
+def mean_se(x) -> Estimate:
+    """Mean of i.i.d. units with its standard error."""
+    x = _np(x).ravel()
+    if x.size < 2:
+        raise InputError(f"mean_se needs at least 2 units, got {x.size}")
+    m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+    return Estimate(m, se, m - Z95 * se, m + Z95 * se, "mean", x.size)
+
+
+def ratio_estimate(a, b, method: str = "delta", n_boot: int = 2000, seed: int = 0) -> Estimate:
+    """mean(a)/mean(b) over paired i.i.d. units with a delta-method or bootstrap standard error."""
+    a, b = _np(a).ravel(), _np(b).ravel()
+    n = a.size
+    if n < 2 or b.size != n:
+        raise InputError(f"ratio_estimate needs paired arrays of >= 2 units, got {a.size} and {b.size}")
+    r = float(a.mean() / b.mean())
+    if method == "delta":
+        cov = np.cov(np.vstack([a, b]), ddof=1)
+        var = (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (n * b.mean() ** 2)
+        se = float(math.sqrt(max(var, 0.0)))
+        return Estimate(r, se, r - Z95 * se, r + Z95 * se, "delta", n)
+    if method == "bootstrap":
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(n_boot, n))
+        reps = a[idx].mean(1) / b[idx].mean(1)
+        lo, hi = np.quantile(reps, [0.025, 0.975])
+        return Estimate(r, float(reps.std(ddof=1)), float(lo), float(hi), "bootstrap", n)
+    raise InputError(f"unknown method {method!r}; allowed: delta, bootstrap")
+
+
+def gamma_units(mu, var, n_data: int, center: bool = False):
+    """Per-init numerator and denominator units (a_i, b_i) of γ̂ (see module docstring); mu, var [I, K]."""
+    mu, var = _np(mu), _np(var)
+    if mu.ndim != 2 or mu.shape != var.shape:
+        raise InputError(f"gamma: mu and var must both be [inits, nodes], got {mu.shape} and {var.shape}")
+    if center:
+        n = mu.shape[0]
+        mu = (mu - mu.mean(0, keepdims=True)) * math.sqrt(n / (n - 1))
+    return (mu**2 - var / n_data).mean(1), var.mean(1)
+
+
+def gamma_estimate(mu, var, n_data: int, method: str = "delta", center: bool = False, seed: int = 0) -> Estimate:
+    """γ̂ = Var_W(μ)/E[Var_χ] with the 1/D correction; units are inits (nodes of one init are averaged)."""
+    a, b = gamma_units(mu, var, n_data, center)
+    return ratio_estimate(a, b, method, seed=seed)
+
+
+def gamma_of(res, method: str = "delta") -> Estimate:
+    """γ̂ of a SimResult's output nodes."""
+    return gamma_estimate(res.mu, res.var, res.n_data, method)
+
+
+def jitter_g0(g0, n_data: int, seed: int = 0) -> np.ndarray:
+    """Continuous version of the discrete G0 = k/D: k/D + (U − 1/2)/D, clipped to [0, 1]."""
+    g = _np(g0).ravel()
+    u = np.random.default_rng(seed).uniform(-0.5, 0.5, g.size)
+    return np.clip(g + u / n_data, 0.0, 1.0)
+
+
+def ks_test(samples, cdf) -> tuple:
+    """One-sample KS test: (statistic, p-value)."""
+    r = sps.kstest(_np(samples).ravel(), cdf)
+    return float(r.statistic), float(r.pvalue)
+
+
+def binned_chi2(samples, cdf, n_bins: int = 20) -> tuple:
+    """Binned χ² goodness of fit on equiprobable bins of the hypothesised law (cdf must be invertible
+    numerically on the sample range): (statistic, p-value, dof)."""
+    x = np.sort(_np(samples).ravel())
+    n = x.size
+    if n < 5 * n_bins:
+        raise InputError(f"binned_chi2 needs at least 5 samples per bin ({5 * n_bins}), got {n}")
+    u = np.clip(cdf(x), 0.0, 1.0)
+    counts = np.histogram(u, bins=np.linspace(0, 1, n_bins + 1))[0]
+    expected = n / n_bins
+    stat = float(((counts - expected) ** 2 / expected).sum())
+    return stat, float(sps.chi2.sf(stat, n_bins - 1)), n_bins - 1
