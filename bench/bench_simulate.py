@@ -3,9 +3,10 @@
 1. Batched simulator vs a per-network loop over torch.nn.Sequential doing the same work (same weights
    sampler, same data chunks, same output statistics): target ≥ 5× on CPU.
 2. Achieved FLOP/s of the simulator vs a plain torch.mm of the same total size: target ≥ 50 % at width ≥ 256.
-3. Peak RSS as the dataset grows 10⁴ → 10⁶ points (each size in a fresh process): stays bounded.
+3. Peak RSS (VmHWM) as the dataset grows 10⁴ → 10⁶ points (each size in a fresh process): stays bounded.
 4. The exact Gaussian shortcut (first-layer pre-activations z·chol(WᵀW)ᵀ) vs the plain network.
-Times are the best of ``--repeat`` runs (the machine may be shared). ``IGBSYM_THREADS`` sets torch threads.
+Times are the best of ``--repeat`` runs (the machine may be shared). Torch threads: ``IGBSYM_THREADS``
+(default 1, as in ``igbsym validate``).
 Results go to stdout and ``bench/results_simulate.json``.
 """
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -57,7 +57,7 @@ def flops(spec, n_inits, n_data):
 
 def bench_loop(repeat):
     rows = []
-    for d, n, inits, data in ((32, 64, 400, 1024), (64, 256, 400, 1024), (256, 256, 64, 4096)):
+    for d, n, inits, data in ((16, 32, 2000, 512), (32, 64, 400, 1024), (64, 256, 400, 1024), (256, 256, 64, 4096)):
         spec = NetSpec(d, (n,), activation="relu")
         t_b = best(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
         t_l = best(lambda: loop_reference(spec, inits, data), repeat)
@@ -80,15 +80,16 @@ def bench_flops(repeat):
 
 
 CHILD = """
-import resource, sys, time, torch
+import os, sys, time, torch
+torch.set_num_threads(int(os.environ.get("IGBSYM_THREADS", "1")))
 sys.path.insert(0, {root!r})
 from validation.simulate import NetSpec, simulate
+hwm = lambda: int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) / 1024
 spec = NetSpec(32, (128,), activation="relu")
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+base = hwm()
 t0 = time.perf_counter()
 simulate(spec, 16, {n}, layer_stats=True)
-print(base)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, time.perf_counter() - t0)
+print(base, hwm(), time.perf_counter() - t0)
 """
 
 
@@ -116,8 +117,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    if os.environ.get("IGBSYM_THREADS"):
-        torch.set_num_threads(int(os.environ["IGBSYM_THREADS"]))
+    torch.set_num_threads(int(os.environ.get("IGBSYM_THREADS", "1")))
     res = dict(threads=torch.get_num_threads(), torch=torch.__version__, loop=bench_loop(args.repeat),
                flops=bench_flops(args.repeat), memory=bench_memory(), shortcut=bench_shortcut(args.repeat))
     print(f"torch {res['torch']}, {res['threads']} thread(s), best of {args.repeat}")

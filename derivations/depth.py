@@ -91,22 +91,24 @@ def _moments_srelu(mom, sigma1):
     return p - 2 * k * m + k**2, s - 2 * k * m + k**2, m - k
 
 
-def _iterate(mom, act, norm, placement, L):
-    """γ_L rebuilt from the derived integrals (not from the family module's expressions)."""
+def _step(mom, act, norm, placement, qq, cc):
+    """One block rebuilt from the derived integrals (not from the family module's expressions)."""
     pre_norm = norm != "none" and placement == "pre"
+    qi, ci = (qq, cc) if not pre_norm else ((1, cc) if norm != "batchnorm" else (1, 0))
+    p, s, m = _moments_srelu(mom, 1 if pre_norm else sw) if act == "srelu" else mom[act]
+    p, s, m = (sp.sympify(v).subs({q: qi, c: ci}, simultaneous=True) for v in (p, s, m))
+    if placement == "pre" or norm == "none":
+        return sw**2 * s, p / s
+    if norm == "layernorm":
+        return sw**2, (p - m**2) / (s - m**2)
+    return (sw**2, p / s) if norm == "rmsnorm" else (sw**2, sp.S.Zero)
+
+
+def _iterate(mom, act, norm, placement, L):
+    """γ_L as the L-fold composition of the derived block map, from (σ_w², 0)."""
     qq, cc = sw**2, sp.S.Zero
     for _ in range(L):
-        qi, ci = (qq, cc) if not pre_norm else ((1, cc) if norm != "batchnorm" else (1, 0))
-        p, s, m = _moments_srelu(mom, 1 if pre_norm else sw) if act == "srelu" else mom[act]
-        p, s, m = (sp.sympify(v).subs({q: qi, c: ci}, simultaneous=True) for v in (p, s, m))
-        if placement == "pre" or norm == "none":
-            qq, cc = sw**2 * s, p / s
-        elif norm == "layernorm":
-            qq, cc = sw**2, (p - m**2) / (s - m**2)
-        elif norm == "rmsnorm":
-            qq, cc = sw**2, p / s
-        else:
-            qq, cc = sw**2, sp.S.Zero
+        qq, cc = _step(mom, act, norm, placement, qq, cc)
     return cc / (1 - cc)
 
 
@@ -119,20 +121,37 @@ def _depth_law(d: Derivation, mom):
         ref = igbsym.get("igb.gamma").case(activation=act)
         assert symbolically_equal(g1, ref.subs(sp.Symbol("sigma", positive=True), sw)), (act, g1, ref)
     d.step("and depth.gamma(L=1) = igb.gamma for relu, leaky_relu, srelu, identity (gamma_1 = 1/(pi - 1) for ReLU).")
+    for act in ("relu", "leaky_relu", "srelu", "identity"):
+        for norm, pl in (("none", "pre"), ("layernorm", "pre"), ("rmsnorm", "pre"), ("rmsnorm", "post"),
+                         ("layernorm", "post"), ("batchnorm", "post")):
+            registered = D.sym_step(act, norm, pl, q, c)
+            derived = _step(mom, act, norm, pl, q, c)
+            assert all(symbolically_equal(x, y) for x, y in zip(registered, derived)), (act, norm, pl)
+    d.step("The registry's block map (q, c) -> (q', c') equals the derived one for symbolic q, c, for relu, "
+           "leaky_relu, srelu, identity and every LN/RMSNorm placement and BN after phi (SymPy). The registered "
+           "nested forms for L >= 2 are L-fold compositions of that map, so they equal the derived compositions by "
+           "induction; the nested expressions are also compared numerically at 50 digits:")
+    pts = [dict(a=av, sigma_w=sv) for av, sv in (("0", "1"), ("0.1", "0.6"), ("-0.3", "2.2"))]
     for L in range(2, D.L_EXACT + 1):
-        for act in ("relu", "leaky_relu"):
-            d.prove("depth.gamma", _iterate(mom, act, "none", "pre", L), L=L, activation=act)
-    for L in (2, 3):
-        d.prove("depth.gamma", _iterate(mom, "srelu", "none", "pre", L), L=L, activation="srelu")
+        for act in ("relu", "leaky_relu", "srelu"):
+            fn = sp.lambdify((a, sw), _iterate(mom, act, "none", "pre", L), modules="mpmath")
+            d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, fn=fn: fn(a, sigma_w), pts, dps=50,
+                                     tol=1e-45, reason="registered nested closed form vs the derived nested closed "
+                                                       "form (equal by induction on the proved block map)",
+                                     L=L, activation=act)
     g2 = _iterate(mom, "relu", "none", "pre", 2)
     d.step("For example gamma after two ReLU layers:", g2)
-    pts = [dict(a=av, sigma_w="1") for av in ("0", "0.1", "-0.3")]
-    for L in (6, 12):
-        expr = _iterate(mom, "leaky_relu", "none", "pre", L)
-        fn = sp.lambdify((a, sw), expr, modules="mpmath")
-        d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, fn=fn: fn(a, sigma_w), pts, dps=40, tol=1e-30,
-                                 reason="the L-fold iteration route vs the derived nested closed form evaluated in "
-                                        "mpmath", L=L, activation="leaky_relu")
+    step = sp.lambdify((q, c, a, sw), _step(mom, "leaky_relu", "none", "pre", q, c), modules="mpmath")
+
+    def iterate(L, a, sigma_w):
+        qq, cc = sigma_w**2, mpmath.mpf(0)
+        for _ in range(L):
+            qq, cc = step(qq, cc, a, sigma_w)
+        return cc / (1 - cc)
+    for L in (6, 12, 40):
+        d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, L=L: iterate(L, a, sigma_w), pts, dps=40,
+                                 tol=1e-30, reason="the registered iteration vs the derived block map iterated in "
+                                                   "mpmath", L=L, activation="leaky_relu")
     d.step("SReLU (App. G.3) subtracts sigma/sqrt(2 pi), the ReLU mean of layer 1 only. The next layer's variance is "
            "q_2 = sigma_w^2 Var[ReLU] = sigma_w^4 (pi - 1)/(2 pi), so the shift centres layer 2 iff q_2 = sigma_w^2:")
     fixed = sp.solve(sp.Eq(sw**4 * (sp.pi - 1) / (2 * sp.pi), sw**2), sw)
@@ -187,17 +206,18 @@ def _placements(d: Derivation, mom):
     assert ratio_scaled == 0
     d.step("This is Lemma F.1 with alpha = 1/sigma-hat > 0, where it holds (rectified.scaled_mean/var, "
            "derivations/rectified.py); the paper's use never needs alpha < 0, for which Lemma F.1 is false.")
-    for L in (1, 2, 3):
-        for short, norm, pl in (("ln_pre", "layernorm", "pre"), ("rms_pre", "rmsnorm", "pre"),
-                                ("rms_post", "rmsnorm", "post")):
-            derived = _iterate(mom, "relu", norm, pl, L)
-            d.prove(f"depth.gamma_{short}", derived, L=L, activation="relu")
-            assert symbolically_equal(derived, _iterate(mom, "relu", "none", "pre", L))
-        for short, norm in (("ln_post", "layernorm"), ("bn_post", "batchnorm")):
-            d.prove(f"depth.gamma_{short}", _iterate(mom, "relu", norm, "post", L), L=L, activation="relu")
-        d.prove("depth.gamma_ln_pre", _iterate(mom, "leaky_relu", "layernorm", "pre", L), L=L, activation="leaky_relu")
-    d.step("Proved for L = 1..3: LN + ReLU, RMSNorm + ReLU and ReLU + RMSNorm all equal the no-norm law; ReLU + LN and "
-           "ReLU + BN give 0.")
+    for short, norm, pl in (("ln_pre", "layernorm", "pre"), ("rms_pre", "rmsnorm", "pre"),
+                            ("rms_post", "rmsnorm", "post"), ("ln_post", "layernorm", "post"),
+                            ("bn_post", "batchnorm", "post")):
+        for act in ("relu", "leaky_relu"):
+            d.prove(f"depth.gamma_{short}", sp.simplify(_iterate(mom, act, norm, pl, 1)), L=1, activation=act)
+        for L in (2, 3):
+            registered = igbsym.get(f"depth.gamma_{short}").case(L=L, activation="relu")
+            expected = sp.S.Zero if short in ("ln_post", "bn_post") else igbsym.get("depth.gamma").case(L=L,
+                                                                                                         activation="relu")
+            assert symbolically_equal(registered, expected), (short, L)
+    d.step("Proved at L = 1 from the integrals, and (SymPy, registered forms) for L = 2, 3: LN + ReLU, RMSNorm + ReLU "
+           "and ReLU + RMSNorm all equal the no-norm law; ReLU + LN and ReLU + BN give 0.")
     d.step("phi + LN (Thm F.3): LN subtracts the per-sample layer mean E[phi(u)] and divides by the layer std, so "
            "c' = (P - M^2)/(S - M^2); from c = 0, P = M^2 and c' = 0 at every layer. phi + RMSNorm divides by "
            "sqrt(E[phi^2]) but keeps the layer mean E[phi] = sqrt(q/(2 pi)) != 0, so c' = P/S: the no-norm law.")

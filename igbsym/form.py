@@ -185,6 +185,8 @@ class ClosedForm:
     kernel: an optional hand-written stable NumPy kernel ``kernel(**numeric)``; the lambdified expression
         stays available (``lambdified``) and the tests show the two agree.
     conditions: extra validity conditions beyond each parameter's kind.
+    limit: optional ``limit(**numeric_mpf) -> value | None``: the exact value at documented limit points the
+        expression cannot take (e.g. γ = 0 or ∞), used by ``mp`` before the expression; None means "not a limit".
     display: LaTeX of the general statement when it cannot be one SymPy expression (e.g. a recursion in n).
     """
 
@@ -196,6 +198,7 @@ class ClosedForm:
     builder: Callable | None = None
     conditions: tuple = ()
     kernel: Callable | None = None
+    limit: Callable | None = None
     display: str | None = None
     symbols: dict = field(init=False)
 
@@ -345,7 +348,10 @@ class ClosedForm:
         case = self._case(key)
         with mpmath.workdps(dps):
             args = {k: mpmath.mpf(v) for k, v in raw.items()}
-            if isinstance(case, NumericRoute):
+            at_limit = self.limit(**args) if self.limit is not None else None
+            if at_limit is not None:
+                out = mpmath.mpf(at_limit)
+            elif isinstance(case, NumericRoute):
                 out = case.mp(**args)
             else:
                 out = self._mp_lambdified(key)(*[args[p.name] for p in self.numeric_params])

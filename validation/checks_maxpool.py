@@ -311,8 +311,10 @@ def g0_pmf(gamma: float, n_data: int) -> np.ndarray:
     edges = np.linspace(-9, 9, 31)
     z = ((edges[1:, None] + edges[:-1, None]) / 2 + (edges[1] - edges[0]) / 2 * gx).ravel()
     w = np.tile(gw * (edges[1] - edges[0]) / 2, edges.size - 1) * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
-    p = special.ndtr(math.sqrt(gamma) * z)
-    return w @ sps.binom.pmf(np.arange(n_data + 1)[None, :], n_data, p[:, None])
+    j = np.arange(n_data + 1)[None, :]
+    log_p, log_q = special.log_ndtr(math.sqrt(gamma) * z)[:, None], special.log_ndtr(-math.sqrt(gamma) * z)[:, None]
+    log_choose = special.gammaln(n_data + 1) - special.gammaln(j + 1) - special.gammaln(n_data - j + 1)
+    return w @ np.exp(log_choose + j * log_p + (n_data - j) * log_q)
 
 
 def _g0_chi2(g0, gamma: float, n_data: int, n_bins: int = 20) -> tuple:

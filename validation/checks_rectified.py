@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -25,7 +24,7 @@ from .simulate import ACTIVATIONS, NetSpec, simulate
 
 
 def _n(ctx) -> int:
-    return 1_000_000 if ctx.quick else 20_000_000
+    return 1_000_000 if ctx.quick else 10_000_000
 
 
 def _gauss(ctx, n, mu, sigma, salt) -> torch.Tensor:
@@ -125,7 +124,7 @@ def check_leaky_moments(ctx) -> list:
 
 
 def _layer_sim(ctx, activation, a, sigma_w):
-    d, n, inits, data = (16, 128, 100, 2000) if ctx.quick else (64, 256, 400, 8000)
+    d, n, inits, data = (16, 128, 100, 2000) if ctx.quick else (64, 256, 200, 4000)
     ctx.progress(f"activation: {activation} sigma_w={sigma_w}")
     spec = NetSpec(d, (n,), activation=activation, a=a, weight_law="rademacher", sigma_w=sigma_w)
     return simulate(spec, inits, data, seed=ctx.seed + 7, device=ctx.device, layer_stats=("act",),

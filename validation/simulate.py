@@ -24,6 +24,9 @@ shortcut=None, fresh_data=False) -> SimResult``
     shifted power sums. ``shortcut='gaussian'``: first-layer pre-activations of Gaussian data drawn as
     z·Lᵀ with L = chol(WᵀW) and z ~ N(0, I_n) (exact in law for each init given W; needs width ≤ d_in).
     ``fresh_data=True``: each init gets its own dataset (gaussian/uniform/laplace), making inits fully i.i.d.
+    ``layer_stats``: True (every stage), False, or stage names (each costs about one pass over the activations);
+    ``moments=4`` adds central m3, m4; ``record=R`` keeps the full values of the first R data points.
+    Speed note: with shared CPU cores use torch.set_num_threads(1) (see validation/cli.py).
 
 ``SimResult`` (statistics float64 on the CPU; ``records`` in the working dtype, on the CPU):
     ``mu`` [I, C] per-init data mean of output O_c; ``var`` [I, C] its unbiased data variance;

@@ -7,6 +7,7 @@ With x = Φ⁻¹(G0), the law is x ~ N(0, γ) (two classes, infinite width and d
 f(g; γ) = γ^{-1/2} exp((1 − 1/γ) x²/2), F(g; γ) = Φ(x/√γ), Q(p; γ) = Φ(√γ Φ⁻¹(p)).
 Limits: γ = 0 is a point mass at 1/2, γ = 1 the uniform law, γ = ∞ half the mass at each of 0 and 1.
 """
+import mpmath
 import numpy as np
 import sympy as sp
 from scipy import special
@@ -61,6 +62,24 @@ def _quantile(p, gamma):
     return _scaled_phi(ndtri_symmetric(p), np.sqrt(gamma))
 
 
+def _cdf_limit(g, gamma):
+    """Exact F(g; γ) at γ ∈ {0, ∞} and g ∈ {0, 1} (mpmath route)."""
+    if g == 0 or g == 1:
+        return g
+    if gamma == 0:
+        return 0 if g < 0.5 else (0.5 if g == 0.5 else 1)
+    return 0.5 if gamma == mpmath.inf else None
+
+
+def _quantile_limit(p, gamma):
+    """Exact Q(p; γ) at γ ∈ {0, ∞}."""
+    if gamma == 0:
+        return 0.5
+    if gamma == mpmath.inf:
+        return 0 if p < 0.5 else (0.5 if p == 0.5 else 1)
+    return None
+
+
 register(ClosedForm(
     "igb.pdf", "Density f(g; gamma) of G0, the fraction of a balanced dataset guessed as class 0.",
     (G_OPEN, GAMMA_POS), Provenance(IGB, "Sec. 4, App. D (f_G0)",
@@ -73,20 +92,22 @@ register(ClosedForm(
 register(ClosedForm(
     "igb.cdf", "P(G0 <= g) = Phi(Phi^{-1}(g)/sqrt(gamma)); gamma = 0 and inf are the limit laws (value 1/2 at the "
     "atom g = 1/2 for gamma = 0).", (Param("g", "nonnegative", "fraction guessed as class 0"), GAMMA), LAW,
-    expr=CDF, conditions=(Condition(sp.Le(g_closed, 1), "0 <= g <= 1"),), kernel=_cdf))
+    expr=CDF, conditions=(Condition(sp.Le(g_closed, 1), "0 <= g <= 1"),), kernel=_cdf, limit=_cdf_limit))
 register(ClosedForm(
     "igb.quantile", "The p-quantile of G0: Phi(sqrt(gamma) Phi^{-1}(p)).",
     (Param("p", "positive", "probability level"), GAMMA), LAW, expr=QUANTILE,
-    conditions=(Condition(sp.Lt(p, 1), "0 < p < 1"),), kernel=_quantile))
+    conditions=(Condition(sp.Lt(p, 1), "0 < p < 1"),), kernel=_quantile, limit=_quantile_limit))
 register(ClosedForm(
     "igb.corr", "Mean-field correlation c = gamma/(1+gamma) between outputs of two inputs (c = 1 at gamma = inf).",
     (GAMMA,), Provenance("igb-talk-slides.txt", "IGB and mean-field correlation"), expr=gamma / (1 + gamma),
-    kernel=lambda gamma: np.where(np.isinf(gamma), 1.0, gamma / (1 + np.where(np.isinf(gamma), 0.0, gamma)))))
+    kernel=lambda gamma: np.where(np.isinf(gamma), 1.0, gamma / (1 + np.where(np.isinf(gamma), 0.0, gamma))),
+    limit=lambda gamma: 1 if gamma == mpmath.inf else None))
 register(ClosedForm(
     "igb.p_outside", "P(G0 < q or G0 > 1-q): the mass of strongly prejudiced networks (regime thresholds).",
     (GAMMA, Param("q", "positive", "edge of the central band [q, 1-q]", default=0.1)), LAW, expr=P_OUTSIDE,
     conditions=(Condition(sp.Lt(q, sp.S.Half), "0 < q < 1/2"),),
-    kernel=lambda gamma, q: 2 * _scaled_phi(special.ndtri(q), 1 / np.sqrt(gamma))))
+    kernel=lambda gamma, q: 2 * _scaled_phi(special.ndtri(q), 1 / np.sqrt(gamma)),
+    limit=lambda gamma, q: 0 if gamma == 0 else (1 if gamma == mpmath.inf else None)))
 
 # --- gamma of one hidden layer ------------------------------------------------------------------------
 SIGMA_W = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in)", default=1.0)

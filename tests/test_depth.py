@@ -1,0 +1,178 @@
+"""Depth law of γ and normalisation placement (igbsym/families/depth.py).
+
+Independent routes: scipy / mpmath quadrature of the defining Gaussian integrals, special-case identities, and
+the papers' exact values (γ₁ = 1/(π − 1) for ReLU)."""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import integrate, special
+
+import igbsym
+from igbsym.families import depth as D
+
+G = igbsym.get("depth.gamma")
+K = igbsym.get("depth.corr_map")
+PI = math.pi
+
+
+def relu_pair_moment(c, slope=0.0):
+    """E[φ(u)φ(u')]/E[φ(u)²] by scipy dblquad over the standard bivariate normal (independent of the closed form)."""
+    f = lambda x: np.where(x > 0, x, slope * x)  # noqa: E731
+    s = math.sqrt(1 - c * c)
+    dens = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * PI)  # noqa: E731
+    val = integrate.dblquad(lambda z2, z1: f(z1) * f(c * z1 + s * z2) * dens(z1) * dens(z2), -12, 12, -12, 12,
+                            epsabs=1e-13, epsrel=1e-12)[0]
+    return val / ((1 + slope**2) / 2)
+
+
+@pytest.mark.parametrize("c", [0.0, 0.3, -0.4, 0.9])
+@pytest.mark.parametrize("act,slope", [("relu", 0.0), ("leaky_relu", 0.2), ("leaky_relu", -0.5)])
+def test_corr_map_is_the_gaussian_integral(c, act, slope):
+    got = float(K.numpy(c=c, activation=act, a=slope))
+    assert got == pytest.approx(relu_pair_moment(c, slope), rel=1e-8, abs=1e-10)
+
+
+def test_corr_map_special_values():
+    assert float(K.numpy(c=1.0, activation="relu")) == pytest.approx(1.0, abs=1e-15)
+    assert float(K.numpy(c=0.0, activation="relu")) == pytest.approx(1 / PI, rel=1e-15)
+    cs = np.linspace(-1, 1, 41)
+    np.testing.assert_allclose(K.numpy(c=cs, activation="leaky_relu", a=0.0), K.numpy(c=cs, activation="relu"),
+                               rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(K.numpy(c=cs, activation="identity"), cs, atol=1e-15)
+    with pytest.raises(igbsym.InputError, match="-1 <= c <= 1"):
+        K.numpy(c=1.5, activation="relu")
+
+
+@pytest.mark.parametrize("act", igbsym.activations.names())
+@pytest.mark.parametrize("sw", [0.6, 1.0, 2.0])
+def test_one_layer_is_igb_gamma(act, sw):
+    got = float(G.numpy(L=1, activation=act, sigma_w=sw, a=0.1))
+    ref = float(igbsym.get("igb.gamma").numpy(activation=act, sigma_w=sw, a=0.1))
+    assert got == pytest.approx(ref, rel=1e-10, abs=1e-14)
+
+
+def test_relu_first_values_and_mpmath():
+    assert float(G.numpy(L=1, activation="relu")) == pytest.approx(1 / (PI - 1), rel=1e-15)
+    with mpmath.workdps(50):
+        c = mpmath.mpf(0)
+        for L in range(1, 31):
+            c = (mpmath.sqrt(1 - c * c) + (mpmath.pi - mpmath.acos(c)) * c) / mpmath.pi
+            if L in (1, 2, 4, 5, 12, 30):
+                ref = c / (1 - c)
+                assert float(G.numpy(L=L, activation="relu")) == pytest.approx(float(ref), rel=1e-12)
+                assert abs(G.mp(40, L=L, activation="relu") - ref) < mpmath.mpf(10) ** -35 * ref
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 4])
+@pytest.mark.parametrize("act", ["relu", "leaky_relu", "srelu"])
+def test_exact_case_kernel_matches_lambdified(L, act):
+    assert G.is_exact(L=L, activation=act)
+    a, sw = np.array([0.0, 0.1, -0.3]), np.array([0.7, 1.0, 1.9])
+    np.testing.assert_allclose(G.numpy(L=L, activation=act, a=a, sigma_w=sw),
+                               G.lambdified(L=L, activation=act)(a=a, sigma_w=sw, B=np.inf), rtol=1e-11)
+
+
+def test_rate_in_depth():
+    for L in (10**4, 10**5):
+        for slope in (0.0, 0.2):
+            r = (1 - slope) ** 2 / (1 + slope**2)
+            ratio = float(G.numpy(L=L, activation="leaky_relu", a=slope)) / (2 * r * r * L * L / (9 * PI**2))
+            assert abs(ratio - 1) < 60 * math.log(L) / L
+    g = G.numpy(L=200, activation="relu")
+    assert np.isfinite(g) and g > float(G.numpy(L=199, activation="relu"))
+
+
+@pytest.mark.parametrize("L", [1, 3, 9])
+def test_placements_homogeneous(L):
+    none = float(G.numpy(L=L, activation="relu"))
+    for short in ("ln_pre", "rms_pre", "rms_post"):
+        assert float(igbsym.get(f"depth.gamma_{short}").numpy(L=L, activation="relu")) == pytest.approx(none, rel=1e-14)
+    for short in ("ln_post", "bn_post"):
+        assert float(igbsym.get(f"depth.gamma_{short}").numpy(L=L, activation="relu")) == 0.0
+    bn = igbsym.get("depth.gamma_bn_pre")
+    assert float(bn.numpy(L=L, activation="relu")) == pytest.approx(1 / (PI - 1), rel=1e-14)
+    assert float(bn.numpy(L=L, activation="relu", B=32)) == pytest.approx(
+        float(igbsym.get("bn.gamma_canonical").numpy(B=32)), rel=1e-14)
+    assert float(G.numpy(L=L, activation="relu", norm="batchnorm", placement="pre", B=32)) == pytest.approx(
+        float(bn.numpy(L=L, activation="relu", B=32)), rel=1e-15)
+
+
+def test_bn_pre_is_one_layer_unit_variance():
+    for act in ("gelu", "sigmoid", "leaky_relu"):
+        got = float(igbsym.get("depth.gamma_bn_pre").numpy(L=6, activation=act, sigma_w=2.5, a=0.2))
+        assert got == pytest.approx(float(igbsym.get("igb.gamma").numpy(activation=act, sigma_w=1.0, a=0.2)), rel=1e-12)
+    with pytest.raises(igbsym.InputError, match="relu only"):
+        igbsym.get("depth.gamma_bn_pre").numpy(L=2, activation="gelu", B=16)
+
+
+def test_odd_activations_and_post_norms_are_zero():
+    for act in ("tanh", "erf", "identity"):
+        for norm in D.NORMS:
+            for pl in D.PLACEMENTS:
+                assert float(G.numpy(L=5, activation=act, norm=norm, placement=pl)) == 0.0
+    for act in ("gelu", "silu", "sigmoid", "srelu", "leaky_relu"):
+        assert float(G.numpy(L=4, activation=act, norm="layernorm", placement="post")) == 0.0
+
+
+def test_srelu_variance_fixed_point():
+    sw = math.sqrt(2 * PI / (PI - 1))
+    assert abs(float(G.numpy(L=12, activation="srelu", sigma_w=sw))) < 1e-12
+    assert float(G.numpy(L=2, activation="srelu", sigma_w=1.0)) > 0.1
+
+
+def _scipy_gamma(act, L, sw, norm="none"):
+    """Independent (q, c) recursion: scipy quad for 1-D moments, nested quad for the centre integral."""
+    f = {"gelu": lambda x: x * special.ndtr(x), "sigmoid": special.expit,
+         "silu": lambda x: x * special.expit(x)}[act]
+    dens = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * PI)  # noqa: E731
+    E = lambda g: integrate.quad(lambda z: g(z) * dens(z), -14, 14, limit=200, epsabs=1e-14)[0]  # noqa: E731
+    q, c = sw * sw, 0.0
+    for _ in range(L):
+        qi = 1.0 if norm == "layernorm" else q
+        m, s = E(lambda z: f(math.sqrt(qi) * z)), E(lambda z: f(math.sqrt(qi) * z) ** 2)
+        p = m * m if c == 0 else E(lambda z0: E(lambda z1: f(math.sqrt(c * qi) * z0 + math.sqrt((1 - c) * qi) * z1)) ** 2)
+        q, c = sw * sw * s, p / s
+    return c / (1 - c)
+
+
+@pytest.mark.parametrize("act,sw,norm", [("gelu", 1.0, "none"), ("sigmoid", 1.5, "none"), ("gelu", 1.0, "layernorm"),
+                                         ("silu", 2.0, "none")])
+def test_numeric_route_vs_scipy(act, sw, norm):
+    got = float(G.numpy(L=2, activation=act, sigma_w=sw, norm=norm))
+    assert got == pytest.approx(_scipy_gamma(act, 2, sw, norm), rel=1e-8)
+
+
+def test_layernorm_differs_from_no_norm_for_gelu():
+    assert float(G.numpy(L=6, activation="gelu", norm="layernorm")) > 2 * float(G.numpy(L=6, activation="gelu"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["gelu", "sigmoid"])
+def test_numeric_route_vs_mpmath(act):
+    got = float(G.numpy(L=2, activation=act, sigma_w=1.3))
+    assert got == pytest.approx(float(G.mp(20, L=2, activation=act, sigma_w=1.3)), rel=1e-11)
+
+
+def test_bad_input():
+    with pytest.raises(igbsym.InputError, match="L=0"):
+        G.numpy(L=0, activation="relu")
+    with pytest.raises(igbsym.InputError, match="norm"):
+        G.numpy(L=2, activation="relu", norm="groupnorm")
+    with pytest.raises(igbsym.InputError, match="placement"):
+        G.numpy(L=2, activation="relu", norm="layernorm", placement="middle")
+    with pytest.raises(igbsym.InputError, match="sigma_w"):
+        G.numpy(L=2, activation="gelu", sigma_w=-1)
+
+
+@given(act=st.sampled_from(igbsym.activations.names()), L=st.integers(1, 25), norm=st.sampled_from(D.NORMS),
+       pl=st.sampled_from(D.PLACEMENTS), a=st.floats(-2, 0.99), sw=st.floats(0.3, 3.0))
+def test_no_nan_and_nonnegative(act, L, norm, pl, a, sw):
+    g = float(G.numpy(L=L, activation=act, norm=norm, placement=pl, a=a, sigma_w=sw))
+    assert np.isfinite(g) and g >= -1e-12
+    if act in ("relu", "leaky_relu") and norm in ("none", "layernorm", "rmsnorm") and (norm == "none" or pl == "pre"
+                                                                                      or norm == "rmsnorm"):
+        assert g == pytest.approx(float(G.numpy(L=L, activation=act, a=a)), rel=1e-12)

@@ -1,0 +1,189 @@
+"""Checks of the depth law and the normalisation placements against real torch MLPs (validation/simulate.py:
+bias-free Linear layers, torch's activations, nn.LayerNorm / nn.RMSNorm / nn.BatchNorm1d in training mode).
+
+Estimator (per layer l, the pre-activations after hidden layer l; l = L is the output, with as many output nodes
+as hidden ones): the same weights (same seed) are run on two independent Gaussian datasets A and B, so
+μ̂_A·μ̂_B is unbiased for μ² of every node (also under BatchNorm, whose batches stay inside one dataset), and
+V̂_μ = mean over nodes of μ̂_A μ̂_B, V̂_χ = mean of the data variances, γ̂ = V̂_μ/V̂_χ. Initialisations are the
+independent units: SE by the delta method over per-init averages.
+
+Finite width: the prediction is the N → ∞ limit (input dimension d = N too). The leading correction is O(1/N)
+(e.g. ReLU + LN has γ₁ ≈ 1/(2d(π − 1)) from the spread of the first-layer row norms), so the check runs two widths
+N_s < N_b and allows at N_b the bias bound (|γ̂(N_s) − γ| + 5 SE(N_s))·N_s/N_b: the small-width gap, inflated by its
+own noise, scaled by the 1/N law. The report shows the gap at both widths (it shrinks).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+import igbsym
+
+from .checks import Result, register_check, z_result
+from .simulate import NetSpec, simulate
+
+PLACEMENTS = (("bn_pre", "batchnorm", "pre"), ("bn_post", "batchnorm", "post"), ("ln_pre", "layernorm", "pre"),
+              ("ln_post", "layernorm", "post"), ("rms_pre", "rmsnorm", "pre"), ("rms_post", "rmsnorm", "post"))
+BN_BATCH = 128
+
+
+def _plan(ctx):
+    """(widths, inits per width, data points per dataset, depth of the placement nets)."""
+    if ctx.quick:
+        return (128, 512), {128: 24, 512: 6}, 512, 4
+    return (256, 512, 1024), {256: 64, 512: 24, 1024: 8}, 1024, 20
+
+
+def measure(spec: NetSpec, n_inits: int, n_data: int, seed: int, device) -> dict:
+    """Per layer l = 1..L: per-init arrays X (centre spread V̂_μ) and Y (data variance V̂_χ)."""
+    gen = torch.Generator().manual_seed(10_007 * seed + spec.widths[0])
+    xa, xb = (torch.randn(n_data, spec.d_in, generator=gen, dtype=torch.float64) for _ in range(2))
+    runs = [simulate(spec, n_inits, data=x, seed=seed, device=device, layer_stats=("pre",)) for x in (xa, xb)]
+    out = {}
+    for l in range(1, len(spec.widths) + 1):
+        sa, sb = ((r.layers[l]["pre"] if l < len(spec.widths) else r.out) for r in runs)
+        out[l] = ((sa.mean * sb.mean).mean(1).numpy(), ((sa.var + sb.var) / 2).mean(1).numpy())
+    return out
+
+
+def ratio(x, y):
+    """γ̂ = ΣX/ΣY and its delta-method SE over independent inits."""
+    g = x.mean() / y.mean()
+    return float(g), float((x - g * y).std(ddof=1) / math.sqrt(len(x)) / y.mean())
+
+
+def _corr_step(x1, y1, x2, y2, act, a):
+    """ĉ_{l+1} − k(ĉ_l) with a jackknife SE over inits (the one-step arc-cosine map, locally)."""
+    kmap = igbsym.get("depth.corr_map")
+
+    def stat(idx):
+        c1 = x1[idx].mean() / (x1[idx].mean() + y1[idx].mean())
+        c2 = x2[idx].mean() / (x2[idx].mean() + y2[idx].mean())
+        return c2, float(kmap.numpy(c=np.clip(c1, -1, 1), activation=act, a=a))
+    n = len(x1)
+    full = stat(np.arange(n))
+    jack = np.array([np.subtract(*stat(np.delete(np.arange(n), i))) for i in range(n)])
+    se = math.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum())
+    return full[0], full[1], se
+
+
+def _compare(form, label, pred, sims, widths, seed, note=""):
+    """One Result per width after the first; bias bound from the previous width's gap scaled by 1/N."""
+    out = []
+    for ws, wb in zip(widths, widths[1:]):
+        (gs, ses), (gb, seb) = sims[ws], sims[wb]
+        bound = (abs(gs - pred) + 5 * ses) * ws / wb
+        out.append(z_result(form, f"{label}, N={wb}", pred, gb, seb, wb, seed, bias_bound=bound,
+                            note=f"gap N={ws}: {gs - pred:+.4g} (se {ses:.2g}), N={wb}: {gb - pred:+.4g}; {note}"))
+    return out
+
+
+def _run_config(ctx, name, spec_kw, depth, seed):
+    """{width: {layer: (X, Y)}} for one architecture at every planned width."""
+    widths, inits, n_data, _ = _plan(ctx)
+    res = {}
+    for w in widths:
+        ctx.progress(f"depth: {name}, width {w}, depth {depth}")
+        spec = NetSpec(d_in=w, widths=(w,) * depth, n_classes=w, **spec_kw)
+        res[w] = measure(spec, inits[w], n_data, seed, ctx.device)
+    return res
+
+
+@register_check("depth_law_relu", forms=["depth.gamma", "depth.corr_map"])
+def check_relu_law(ctx) -> list:
+    """γ after each hidden layer of a ReLU MLP (no norm) vs the arc-cosine depth law, and the one-step map."""
+    widths, _, _, depth = _plan(ctx)
+    depth = depth + 2 if ctx.quick else depth
+    sims = _run_config(ctx, "relu", dict(activation="relu"), depth, ctx.seed)
+    results = []
+    for l in range(1, depth + 1):
+        pred = float(igbsym.get("depth.gamma").numpy(L=l, activation="relu"))
+        results += _compare("depth.gamma", f"relu, no norm, layer {l}", pred,
+                            {w: ratio(*sims[w][l]) for w in widths}, widths, ctx.seed)
+    for l in range(1, depth):
+        step = {}
+        for w in widths:
+            c2, k1, se = _corr_step(*sims[w][l], *sims[w][l + 1], "relu", 0.0)
+            step[w] = (c2 - k1, se)
+        results += _compare("depth.corr_map", f"c_{l + 1} - k(c_{l}) (measured c_{l})", 0.0, step, widths, ctx.seed,
+                            "local one-step test of the arc-cosine map")
+    return results
+
+
+@register_check("depth_placements", forms=["depth.gamma"] + [f"depth.gamma_{s}" for s, _, _ in PLACEMENTS])
+def check_placements(ctx) -> list:
+    """γ per layer for ReLU MLPs with BatchNorm / LayerNorm / RMSNorm before or after the activation."""
+    widths, _, _, depth = _plan(ctx)
+    results, curves = [], {}
+    for k, (short, norm, pl) in enumerate(PLACEMENTS):
+        kw = dict(activation="relu", norm=norm, placement=pl, bn_batch=BN_BATCH if norm == "batchnorm" else None)
+        sims = _run_config(ctx, f"relu {norm} {pl}", kw, depth, ctx.seed + k)
+        form = igbsym.get(f"depth.gamma_{short}")
+        extra = dict(B=BN_BATCH) if norm == "batchnorm" else {}
+        curves[short] = {w: [ratio(*sims[w][l]) for l in range(1, depth + 1)] for w in widths}
+        for l in range(1, depth + 1):
+            pred = float(form.numpy(L=l, activation="relu", **extra))
+            results += _compare(form.name, f"relu, {norm} {pl}, layer {l}", pred,
+                                {w: curves[short][w][l - 1] for w in widths}, widths, ctx.seed + k,
+                                f"B={BN_BATCH} (bn.gamma_canonical)" if extra else "")
+    _figure(ctx, curves, widths, depth)
+    return results
+
+
+def _figure(ctx, curves, widths, depth):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True)
+    layers = np.arange(1, depth + 1)
+    none = [float(igbsym.get("depth.gamma").numpy(L=l, activation="relu")) for l in layers]
+    for ax, (short, norm, pl) in zip(axes.ravel(), PLACEMENTS):
+        extra = dict(B=BN_BATCH) if norm == "batchnorm" else {}
+        theory = [float(igbsym.get(f"depth.gamma_{short}").numpy(L=l, activation="relu", **extra)) for l in layers]
+        ax.plot(layers, none, color="0.75", lw=3, label="no norm (theory)")
+        ax.plot(layers, theory, "k-", label="theory")
+        for j, w in enumerate(widths):
+            g, se = np.array(curves[short][w]).T
+            ax.errorbar(layers + 0.12 * (j - 1), g, yerr=se, fmt="os^"[j % 3], ms=4, capsize=2, label=f"torch N={w}")
+        name = {"batchnorm": "BN", "layernorm": "LN", "rmsnorm": "RMSNorm"}[norm]
+        ax.set_title(f"{name} + ReLU" if pl == "pre" else f"ReLU + {name}")
+        ax.set_xlabel("hidden layer l")
+        ax.set_ylabel("gamma after layer l")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    ctx.save_figure("depth_placements", fig, "gamma vs depth for the six norm placements of a ReLU MLP: theory "
+                                                "(black; grey = no norm) and torch simulations (+/- 1 SE) at several "
+                                                f"widths (BN: training mode, batch {BN_BATCH}).")
+
+
+ACTIVATION_CASES = (
+    ("leaky_relu a=0.2", dict(activation="leaky_relu", a=0.2), {}),
+    ("tanh", dict(activation="tanh"), {}),
+    ("gelu", dict(activation="gelu"), {}),
+    ("gelu, LN before", dict(activation="gelu", norm="layernorm", placement="pre"), {}),
+    ("srelu", dict(activation="srelu"), {}),
+    ("sigmoid, RMSNorm after", dict(activation="sigmoid", norm="rmsnorm", placement="post"), {}),
+)
+
+
+@register_check("depth_activations", forms=["depth.gamma"])
+def check_activations(ctx) -> list:
+    """γ per layer for leaky ReLU, tanh (0), GELU with and without LN (they differ), SReLU and sigmoid."""
+    widths, _, _, depth = _plan(ctx)
+    depth = 3 if ctx.quick else 10
+    cases = ACTIVATION_CASES if not ctx.quick else ACTIVATION_CASES[:5]
+    results = []
+    for k, (label, kw, _) in enumerate(cases):
+        sims = _run_config(ctx, label, kw, depth, ctx.seed + 100 + k)
+        for l in range(1, depth + 1):
+            pred = float(igbsym.get("depth.gamma").numpy(L=l, activation=kw["activation"], a=kw.get("a", 0.01),
+                                                         norm=kw.get("norm", "none"),
+                                                         placement=kw.get("placement", "pre")))
+            results += _compare("depth.gamma", f"{label}, layer {l}", pred, {w: ratio(*sims[w][l]) for w in widths},
+                                widths, ctx.seed + 100 + k)
+    return results
+
+
+__all__ = ["measure", "ratio", "Result"]
