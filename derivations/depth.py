@@ -8,6 +8,8 @@
 4. Placements: LN/RMSNorm rescale by a positive per-sample scalar (Lemma F.1 for α > 0 suffices), LN after φ
    re-centres, RMSNorm after φ does not (Sec. 4.1.3 fails), BN before φ resets c to 0, BN after φ centres.
 """
+import math
+
 import mpmath
 import sympy as sp
 
@@ -133,7 +135,7 @@ def _depth_law(d: Derivation, mom):
            "induction; the nested expressions are also compared numerically at 50 digits:")
     pts = [dict(a=av, sigma_w=sv) for av, sv in (("0", "1"), ("0.1", "0.6"), ("-0.3", "2.2"))]
     for L in range(2, D.L_EXACT + 1):
-        for act in ("relu", "leaky_relu", "srelu"):
+        for act in ("relu", "leaky_relu", "srelu") if L < D.L_EXACT else ("relu", "srelu"):
             fn = sp.lambdify((a, sw), _iterate(mom, act, "none", "pre", L), modules="mpmath")
             d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, fn=fn: fn(a, sigma_w), pts, dps=50,
                                      tol=1e-45, reason="registered nested closed form vs the derived nested closed "
@@ -156,9 +158,11 @@ def _depth_law(d: Derivation, mom):
            "q_2 = sigma_w^2 Var[ReLU] = sigma_w^4 (pi - 1)/(2 pi), so the shift centres layer 2 iff q_2 = sigma_w^2:")
     fixed = sp.solve(sp.Eq(sw**4 * (sp.pi - 1) / (2 * sp.pi), sw**2), sw)
     d.step("sigma_w =", fixed[0])
-    g3 = _iterate(mom, "srelu", "none", "pre", 3)
-    assert sp.simplify(g3.subs(sw, fixed[0])) == 0
-    d.step("At that sigma_w SReLU is IGB-free at every depth (gamma_3 simplifies to 0); otherwise gamma_L > 0 for L >= 2, "
+    start = (sw**2, sp.S.Zero)
+    image = _step(mom, "srelu", "none", "pre", *start)
+    assert all(sp.simplify((x - y).subs(sw, fixed[0])) == 0 for x, y in zip(image, start))
+    d.step("At that sigma_w the first-layer state (sigma_w^2, 0) is a fixed point of the SReLU block map (SymPy), so "
+           "SReLU is IGB-free at every depth; otherwise gamma_L > 0 for L >= 2, "
            f"e.g. sigma_w = 1: gamma_2 = {float(_iterate(mom, 'srelu', 'none', 'pre', 2).subs(sw, 1)):.6f}.")
     d.erratum("igb-initial-guessing-bias.txt, App. G.2-G.3 (Eqs. 178-188, SReLU)",
               "a null-mean activation (e.g. SReLU) keeps every layer's nodes identically distributed: no IGB at any depth",
@@ -188,7 +192,7 @@ def _asymptotics(d: Derivation):
     assert sp.simplify(step1 - rr / (3 * sp.pi)) == 0
     form = igbsym.get("depth.gamma")
     for L in (10**3, 10**5):
-        ratio = float(form.numpy(L=L, activation="relu")) / L**2 / (2 / (9 * mpmath.pi ** 2))
+        ratio = float(form.numpy(L=L, activation="relu")) / L**2 / (2 / (9 * math.pi**2))
         d.step(f"Numerically gamma_L/(2 L^2/(9 pi^2)) = {ratio:.6f} at L = {L} (the registered iteration).")
     assert abs(ratio - 1) < 1e-3
     d.step("So gamma_L -> infinity like L^2 for every slope a != 1 (App. F.2 proves divergence; the rate is new). "
@@ -264,18 +268,26 @@ def _placements(d: Derivation, mom):
 
 
 def _numeric_routes(d: Derivation):
-    pts = [dict(a="0.01", sigma_w=sv) for sv in ("0.7", "1.5")]
-    for act in ("gelu", "sigmoid"):
+    for act, sv in (("gelu", "0.7"), ("sigmoid", "1.5")):
         d.prove_numeric_identity(
-            "depth.gamma", lambda a, sigma_w, act=act: _mp_reference(act, 2, a, sigma_w), pts, dps=20, tol=1e-11,
-            reason="composite Gauss-Legendre (q, c) iteration vs the node-centre integral "
-                   "E_mu[(E_xi phi(mu + xi))^2] by nested mpmath quadrature", L=2, activation=act)
+            "depth.gamma", lambda a, sigma_w, act=act: _mp_reference(act, 2, a, sigma_w), [dict(a="0.01", sigma_w=sv)],
+            dps=16, tol=1e-11,
+            reason="the registry's node-centre quadrature E_mu[(E_xi phi(mu + xi))^2] vs the joint 2-D integral "
+                   "E[phi(u) phi(u')] by mpmath", L=2, activation=act)
 
 
 def _mp_reference(act, L, a, sigma_w):
+    """Independent of the registry's route: the joint integral E[phi(u) phi(u')] over (z1, z2) with
+    u = sqrt(q) z1, u' = sqrt(q)(c z1 + sqrt(1 - c^2) z2), one 2-D mpmath quadrature per layer."""
+    f = igbsym.activations.get(act).mp
+    pdf = mpmath.npdf
+    grid = [-12, -4, 0, 4, 12]
     qq, cc = sigma_w**2, mpmath.mpf(0)
     for _ in range(L):
-        p, s, m = D.mp_moments(act, qq, cc, a)
+        sq, sc = mpmath.sqrt(qq), mpmath.sqrt(1 - cc * cc)
+        s = mpmath.quad(lambda z: f(sq * z, a, 0) ** 2 * pdf(z), grid)
+        p = mpmath.quad(lambda z1, z2: f(sq * z1, a, 0) * f(sq * (cc * z1 + sc * z2), a, 0) * pdf(z1) * pdf(z2),
+                        grid, grid, method="gauss-legendre")
         qq, cc = sigma_w**2 * s, p / s
     return cc / (1 - cc)
 

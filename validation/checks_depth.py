@@ -32,20 +32,30 @@ BN_BATCH = 128
 def _plan(ctx):
     """(widths, inits per width, data points per dataset, depth of the placement nets)."""
     if ctx.quick:
-        return (128, 512), {128: 24, 512: 6}, 512, 4
-    return (256, 512, 1024), {256: 64, 512: 24, 1024: 8}, 1024, 20
+        return (128, 512), {128: 24, 512: 16}, 512, 4
+    return (256, 512, 1024), {256: 64, 512: 32, 1024: 16}, 1024, 20
 
 
 def measure(spec: NetSpec, n_inits: int, n_data: int, seed: int, device) -> dict:
-    """Per layer l = 1..L: per-init arrays X (centre spread V̂_μ) and Y (data variance V̂_χ)."""
-    gen = torch.Generator().manual_seed(10_007 * seed + spec.widths[0])
-    xa, xb = (torch.randn(n_data, spec.d_in, generator=gen, dtype=torch.float64) for _ in range(2))
-    runs = [simulate(spec, n_inits, data=x, seed=seed, device=device, layer_stats=("pre",)) for x in (xa, xb)]
-    out = {}
-    for l in range(1, len(spec.widths) + 1):
-        sa, sb = ((r.layers[l]["pre"] if l < len(spec.widths) else r.out) for r in runs)
-        out[l] = ((sa.mean * sb.mean).mean(1).numpy(), ((sa.var + sb.var) / 2).mean(1).numpy())
-    return out
+    """Per layer l = 1..L: per-init arrays X (centre spread V̂_μ) and Y (data variance V̂_χ).
+
+    Every init gets its own pair of datasets, so the per-init values are independent (a dataset shared by all
+    inits would add a common fluctuation of order 1/(√d·D) to every X that the SE over inits cannot see)."""
+    xs, ys = {}, {}
+    for i in range(n_inits):
+        gen = torch.Generator().manual_seed(_seed(seed, spec.widths[0], i))
+        xa, xb = (torch.randn(n_data, spec.d_in, generator=gen, dtype=torch.float64) for _ in range(2))
+        runs = [simulate(spec, 1, data=x, seed=_seed(seed, spec.widths[0], i), device=device, layer_stats=("pre",))
+                for x in (xa, xb)]
+        for l in range(1, len(spec.widths) + 1):
+            sa, sb = ((r.layers[l]["pre"] if l < len(spec.widths) else r.out) for r in runs)
+            xs.setdefault(l, []).append(float((sa.mean * sb.mean).mean()))
+            ys.setdefault(l, []).append(float(((sa.var + sb.var) / 2).mean()))
+    return {l: (np.array(xs[l]), np.array(ys[l])) for l in xs}
+
+
+def _seed(seed, width, i):
+    return int(np.random.SeedSequence([seed, width, i]).generate_state(1)[0])
 
 
 def ratio(x, y):

@@ -119,6 +119,9 @@ def write(report_dir, results, figures, meta: dict, coverage: list) -> list:
     lines += ["", "## Figures", ""]
     for path, caption in figures:
         lines += [f"![{caption}]({Path(path).name})", "", f"*{caption}*", ""]
+    derived = sorted((out / "derivations").glob("*.tex"))
+    if derived:
+        lines += ["## Derivations (`igbsym run`)", ""] + [f"- [{p.name}](derivations/{p.name})" for p in derived] + [""]
     missing = [c["name"] for c in coverage if c["check"] is None]
     lines += ["## Coverage", "", "Forms without a check: " + (", ".join(missing) if missing else "none"), ""]
     (out / "report.md").write_text("\n".join(lines))

@@ -328,7 +328,7 @@ register(ClosedForm(
     conditions=(Condition(sp.Le(sp.Abs(sp.Symbol("c", real=True)), 1), "-1 <= c <= 1"),)))
 
 _PLACEMENT_FORMS = {
-    ("batchnorm", "pre"): ("bn_pre", "Thm E.1 (E.1.1 full batch, E.1.2 mini-batch)",
+    ("batchnorm", "pre"): ("bn_pre", "Thm E.1 (E.1.1 full batch, E.1.2 mini-batch; value bn.gamma_canonical(B))",
                            "BN + phi: constant in depth, equal to one hidden layer with unit-variance pre-activations; "
                            "training-mode BN (batch statistics), affine weight 1 and bias 0 at init; eval mode at init "
                            "is the identity (running stats 0, 1) and gives the no-norm law"),
@@ -346,11 +346,18 @@ _PLACEMENT_FORMS = {
                           "phi + RMSNorm: NOT equal to phi + LN: the layer mean of phi(h) is E[phi] != 0 for ReLU, "
                           "RMSNorm does not remove it, and gamma follows the no-norm depth law (grows like L^2)"),
 }
+F2_NOTE = ("Thm F.2 holds for positively homogeneous activations only (LN resets q to 1; GELU/SiLU/sigmoid differ from "
+           "the no-norm law); Eqs. 92-93 multiply by (sigma-hat^(1))^2 where LN divides, and the factor changes with "
+           "depth; " + DEPTH_NOTE)
+RMS_NOTE = ("Sec. 4.1.3 claims LN = RMSNorm at init in general: true before phi, false after phi (RMSNorm keeps the "
+            "layer mean E[phi] > 0 of ReLU outputs, so gamma grows like the no-norm law, not 0 as for phi + LN)")
+_NOTES = {"bn_pre": DEPTH_NOTE, "bn_post": ZERO_NOTE, "ln_post": ZERO_NOTE, "ln_pre": F2_NOTE, "rms_pre": RMS_NOTE,
+          "rms_post": RMS_NOTE}
 for (_norm, _pl), (_short, _where, _summary) in _PLACEMENT_FORMS.items():
     _params = (L_PARAM, ACT, A, SW) + ((B_PARAM,) if _norm == "batchnorm" else ())
     register(ClosedForm(
         f"depth.gamma_{_short}", f"gamma after L hidden layers, {_summary}.", _params,
-        Provenance(NORM, _where, ZERO_NOTE if _short in ("bn_post", "ln_post") else DEPTH_NOTE),
+        Provenance(NORM, _where, _NOTES[_short]),
         builder=(lambda n, p: lambda L, activation: case(L, activation, n, p))(_norm, _pl),
         kernel=(lambda n, p: lambda L, activation, a, sigma_w, B=np.inf: _kernel(L, activation, n, p, a, sigma_w, B))(
             _norm, _pl), display=DISPLAY))
