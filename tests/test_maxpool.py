@@ -270,3 +270,21 @@ def test_no_nan_at_extreme_arguments():
                                   sigma=1e-3, activation=act)
             assert np.all(np.isfinite(out)) and np.all(out >= 0)
         assert np.isfinite(get("maxpool.extreme_mass").numpy(k=10**9, activation=act, D=10**9, rule="binomial"))
+
+
+def test_gumbel_substitution_kernel_equals_lambdified_and_rule_reproduces_gumbel_moments():
+    """x_k(t) hand kernel vs the lambdified SymPy substitution Φ^{-1}(exp(-e^{-t}/k)) where the latter is accurate,
+    and the 40-point Gauss rule against the Gumbel moments (mean γ_E, variance π²/6, E[e^{-t}] = 1)."""
+    import sympy as sp
+    from igbsym.functions import NUMPY_MODULES
+    lam = sp.lambdify([fam.t, fam.k], fam.X_OF_T, modules=NUMPY_MODULES)
+    tt = np.linspace(-2, 3, 41)[:, None]
+    kk = np.array([1.0, 3.0, 50.0])[None, :]
+    assert np.allclose(fam.quantile_at_gumbel(tt, kk), lam(tt, kk), rtol=1e-12, atol=1e-12)
+    nodes, weights = fam.gumbel_gauss_rule()
+    dens = sp.lambdify([fam.t], fam.GUMBEL_WEIGHT, modules="numpy")
+    assert abs(weights.sum() - 1) < 1e-14 and abs(weights @ nodes - np.euler_gamma) < 1e-13
+    assert abs(weights @ (nodes - np.euler_gamma) ** 2 - np.pi**2 / 6) < 1e-12
+    assert abs(weights @ np.exp(-nodes) - 1) < 1e-12
+    grid = np.linspace(-5, 50, 200001)
+    assert abs(np.trapezoid(dens(grid), grid) - 1) < 1e-9
