@@ -26,9 +26,14 @@ def escape(text: str) -> str:
     return text
 
 
+def _value(v) -> str:
+    """A structural value in math mode: words as text (leaky_relu), numbers as they are."""
+    return r"\text{%s}" % escape(v) if isinstance(v, str) else str(v)
+
+
 def _lhs(form, structural: dict) -> str:
     args = ", ".join(SYMBOL_NAMES.get(p.name, p.name) if not p.is_structural or p.name not in structural
-                     else f"{SYMBOL_NAMES.get(p.name, p.name)}={structural[p.name]}" for p in form.params)
+                     else f"{SYMBOL_NAMES.get(p.name, p.name)}={_value(structural[p.name])}" for p in form.params)
     head = form.name.replace("_", r"\_")
     return r"\mathrm{%s}\left(%s\right)" % (head, args)
 
@@ -36,8 +41,10 @@ def _lhs(form, structural: dict) -> str:
 def form_equation(form, **structural) -> str:
     """`name(params) = expression` for a case, or the general display when structural values are absent."""
     from .form import NumericRoute
-    if form.structural_params and not structural and form.display:
-        return _lhs(form, {}) + " = " + form.display
+    if form.structural_params and not structural:
+        if form.display:
+            return _lhs(form, {}) + " = " + form.display
+        return "\n".join(form_equations(form))
     case = form.case(**structural)
     if isinstance(case, NumericRoute):
         rhs = to_latex(case.defining) if case.defining is not None else r"\text{numeric}"
@@ -62,7 +69,7 @@ def preamble(title: str) -> list:
 def form_section(form) -> str:
     """A document section for one form: equation, conditions, provenance."""
     lines = [r"\subsection*{\texttt{%s}}" % escape(form.name), escape(form.summary), "",
-             equation(form_equation_for_document(form))]
+             *[equation(e) for e in form_equations(form)]]
     conds = [escape(p.name) + ": " + escape(p.allowed()) for p in form.params]
     conds += [escape(c.text) for c in form.conditions]
     lines += [r"\noindent\textbf{Conditions.} " + "; ".join(conds) + ".", "",
@@ -70,13 +77,23 @@ def form_section(form) -> str:
     return "\n".join(lines)
 
 
-def form_equation_for_document(form) -> str:
-    """The general equation, or, for structural forms without a display, the first case of each choice."""
+def form_cases(form, limit: int = 12) -> list:
+    """Structural cases to print for a form without a general display: every value of each choice parameter
+    (defaults elsewhere), integer parameters at their default or minimum; at most ``limit`` cases."""
+    base = {p.name: (p.default if not p.required else (p.choices[0] if p.choices else p.minimum or 0))
+            for p in form.structural_params}
+    cases = [base]
+    for p in form.structural_params:
+        if p.kind == "choice" and p.required:
+            cases = [dict(c, **{p.name: v}) for c in cases for v in p.choices]
+    return cases[:limit]
+
+
+def form_equations(form) -> list:
+    """The general equation, or one equation per case (``form_cases``) when there is no general display."""
     if not form.structural_params or form.display:
-        return form_equation(form)
-    example = {p.name: (p.default if not p.required else (p.choices[0] if p.choices else p.minimum or 0))
-               for p in form.structural_params}
-    return form_equation(form, **example)
+        return [form_equation(form)]
+    return [form_equation(form, **c) for c in form_cases(form)]
 
 
 def document(forms, title: str = "igbsym: registered closed forms") -> str:

@@ -14,7 +14,7 @@ texttt frac sqrt left right Phi pi mu sigma gamma kappa alpha varepsilon log exp
 resizebox linewidth int infty limits operatorname tanh erf operatorname asin operatorname atan sin cos dx
 textbackslash textasciitilde max min tfrac ge le mapsto operatorname sum prod binom Gamma beta delta lambda nu
 chi tilde hat bar infty arctan arcsin acos asin textless textgreater geq leq neq lim to cdots ldots vdots
-begin end ln Bigl Bigr bigl bigr mathcal sim mathbb mathbf cdot times pm mp approx equiv propto partial nabla qquad theta phi psi omega rho tau zeta eta xi epsilon operatorname""".split())
+begin end ln item itemize Bigl Bigr bigl bigr mathcal sim mathbb mathbf cdot times pm mp approx equiv propto partial nabla qquad theta phi psi omega rho tau zeta eta xi epsilon operatorname""".split())
 
 
 def check_well_formed(text: str):
@@ -43,7 +43,7 @@ def test_golden_equations():
         r"\mathrm{igb.pdf}\left(g, \gamma\right) = \frac{e^{\frac{\left(1 - \frac{1}{\gamma}\right) "
         r"\left(\Phi^{-1}\left(g\right)\right)^{2}}{2}}}{\sqrt{\gamma}}")
     assert igbsym.get("igb.gamma").latex(activation="relu") == (
-        r"\mathrm{igb.gamma}\left(activation=relu, \sigma_w, a\right) = \frac{1}{-1 + \pi}")
+        r"\mathrm{igb.gamma}\left(activation=\text{relu}, \sigma_w, a\right) = \frac{1}{-1 + \pi}")
     assert igbsym.get("leaky.m4").latex() == (
         r"\mathrm{leaky.m4}\left(a, \sigma, \kappa\right) = \frac{\kappa \sigma^{4} \left(a^{4} + 1\right)}{2}")
 
