@@ -12,19 +12,11 @@ import argparse
 import time
 
 import numpy as np
-import sympy as sp
 from scipy import integrate, special
 
 import igbsym
+from timing import best_of
 
-
-def best_of(fn, repeat=5):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def per_point(fn, args, n_sub):

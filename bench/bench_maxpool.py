@@ -16,16 +16,9 @@ import numpy as np
 from scipy import integrate, special
 
 import igbsym
+from timing import best_of
 from igbsym.families import maxpool as fam
 
-
-def best_of(fn, repeat=5):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def quad_mean(k, sigma):

@@ -16,22 +16,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from validation.simulate import NetSpec, sample_weights, sequential, simulate, Blob  # noqa: E402
-
-
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from timing import best_of  # noqa: E402
 
 
 def loop_reference(spec, n_inits, n_data, chunk=256, seed=0):
@@ -59,8 +50,8 @@ def bench_loop(repeat):
     rows = []
     for d, n, inits, data in ((16, 32, 2000, 512), (32, 64, 400, 1024), (64, 256, 400, 1024), (256, 256, 64, 4096)):
         spec = NetSpec(d, (n,), activation="relu")
-        t_b = best(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
-        t_l = best(lambda: loop_reference(spec, inits, data), repeat)
+        t_b = best_of(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
+        t_l = best_of(lambda: loop_reference(spec, inits, data), repeat)
         rows.append(dict(d=d, width=n, inits=inits, data=data, batched_s=t_b, loop_s=t_l, speedup=t_l / t_b))
     return rows
 
@@ -70,9 +61,9 @@ def bench_flops(repeat):
     for d, n, inits, data in ((256, 256, 128, 4096), (512, 512, 64, 4096)):
         spec = NetSpec(d, (n,), activation="relu")
         f = flops(spec, inits, data)
-        t_sim = best(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
+        t_sim = best_of(lambda: simulate(spec, inits, data, layer_stats=False), repeat)
         a, b = torch.randn(data, d), torch.randn(d, inits * n)   # the first layer as one GEMM
-        t_mm = best(lambda: torch.mm(a, b), repeat)
+        t_mm = best_of(lambda: torch.mm(a, b), repeat)
         f_mm = 2.0 * data * d * b.shape[1]
         rows.append(dict(d=d, width=n, inits=inits, data=data, sim_gflops=f / t_sim / 1e9,
                          mm_gflops=f_mm / t_mm / 1e9, ratio=(f / t_sim) / (f_mm / t_mm)))
@@ -107,8 +98,8 @@ def bench_memory():
 def bench_shortcut(repeat):
     spec = NetSpec(1024, (128,), activation="relu")
     kw = dict(layer_stats=False, fresh_data=True)
-    t_plain = best(lambda: simulate(spec, 64, 4096, **kw), repeat)
-    t_fast = best(lambda: simulate(spec, 64, 4096, shortcut="gaussian", **kw), repeat)
+    t_plain = best_of(lambda: simulate(spec, 64, 4096, **kw), repeat)
+    t_fast = best_of(lambda: simulate(spec, 64, 4096, shortcut="gaussian", **kw), repeat)
     return dict(d=1024, width=128, inits=64, data=4096, plain_s=t_plain, shortcut_s=t_fast,
                 speedup=t_plain / t_fast)
 

@@ -166,7 +166,6 @@ def _canonical(d: Derivation):
     ratio = sp.simplify((pushed / canon_pdf).subs(zz, sp.sqrt(B - 1) * q / sp.sqrt(1 + q**2)).subs(B, _n + 4))
     assert sp.simplify(sp.factor(ratio, deep=True)) == 1
     # route 2: Beta law
-    A = sp.Symbol("A", positive=True)
     joint = chi2_pdf(sp.S.One, x * t) * chi2_pdf(B - 2, (1 - x) * t) * t
     beta_pdf = sp.gammasimp(sp.integrate(joint, (t, 0, sp.oo), conds="none"))
     target = x ** (-sp.S.Half) * (1 - x) ** ((B - 4) / 2) / sp.beta(sp.S.Half, (B - 2) / 2)

@@ -7,7 +7,6 @@ proved as a polynomial inequality with nonnegative coefficients, kappa_L is obta
 power, Var[S_n^2] from the pair-overlap count of the U-statistic S^2 (brute-forced for n = 2..5), the Gamma
 probability by integrating its density, and P(y != 0) from its one-layer recursion.
 """
-import itertools
 from math import factorial
 
 import sympy as sp

@@ -7,7 +7,6 @@ import mpmath
 import sympy as sp
 
 from igbsym import activations as acts
-from igbsym.functions import Phi
 
 from .base import Derivation
 
