@@ -84,3 +84,11 @@ def test_console_script_runs_as_a_process():
     res = subprocess.run([sys.executable, "-m", "igbsym", "eval", "rectified.mean", "mu=0", "sigma=-1"],
                          capture_output=True, text=True)
     assert res.returncode == 2 and res.stderr.startswith("igbsym: error:") and res.stdout == ""
+
+
+def test_core_imports_without_torch():
+    """DESIGN: the core package (registry, kernels, LaTeX, CLI) never imports torch; only validation/ does."""
+    code = ("import sys, igbsym, igbsym.cli, igbsym.predict; igbsym.forms(); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
