@@ -149,7 +149,6 @@ def cmd_predict(args):
 
 def cmd_run(args):
     """The main job: derive every family, validate (quick by default), write the report."""
-    args.family_derive = args.family
     cmd_derive(argparse.Namespace(family="all", output=str(Path(args.report) / "derivations")))
     return cmd_validate(args)
 

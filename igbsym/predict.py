@@ -74,7 +74,7 @@ def predict(args) -> dict:
     from .law import regime
     quant = get("igb.quantile")
     summary = {f"q{int(100 * p):02d}": float(quant.numpy(p=p, gamma=g_out)) for p in QUANTILES}
-    summary["p_outside_0.1_0.9"] = float(get("igb.p_outside").numpy(gamma=g_out, q=0.1)) if g_out > 0 else 0.0
+    summary["p_outside_0.1_0.9"] = float(get("igb.p_outside").numpy(gamma=g_out, q=0.1))
     corr = get("igb.corr")
     return {
         "activation": args.activation, "depth": args.depth, "norm": args.norm,
@@ -125,11 +125,10 @@ def plot(res: dict, path: str) -> None:
     plt.close(fig)
 
 
-def run(args) -> dict:
+def run(args) -> None:
     res = predict(args)
     print(json.dumps(res, indent=2) if args.json else _text(res))
     if args.plot:
         plot(res, args.plot)
         if not args.json:
             print(f"wrote {args.plot}")
-    return res
