@@ -173,3 +173,12 @@ def test_cuda_path_same_code_and_statistics():
     w = sample_weights(spec, range(2), 1, "cuda", torch.float64)
     cpu_w = [t.cpu() for t in w]
     torch.testing.assert_close(forward(spec, w, x.cuda()).cpu(), forward(spec, cpu_w, x))
+
+
+def test_first_init_reproduces_the_inits_of_one_large_run():
+    """Init i is seeded by (seed, i) alone: a range starting at first_init equals that slice of a larger run."""
+    spec = NetSpec(d_in=8, widths=(16, 12))
+    whole = simulate(spec, 10, n_data=64, seed=3, layer_stats=False)
+    part = simulate(spec, 6, n_data=64, seed=3, layer_stats=False, first_init=4, init_chunk=4)
+    assert torch.equal(whole.mu[4:], part.mu) and torch.equal(whole.var[4:], part.var)
+    assert torch.equal(whole.frac[4:], part.frac)

@@ -15,7 +15,7 @@ placement='pre', bn_batch=None, n_classes=2, srelu_shift=None)``
 
 ``simulate(spec, n_inits, n_data=None, seed=0, device=None, dtype=torch.float32, data=None, chunk=None,
 data_law='gaussian', df=5.0, layer_stats=True, moments=2, record=0, init_chunk=None, progress=None,
-shortcut=None, fresh_data=False) -> SimResult``
+shortcut=None, fresh_data=False, first_init=0) -> SimResult``
     Init i always gets the same weights (seeded by (seed, i), independent of chunking); the dataset is the same
     for every init: ``data`` (a [D, d_in] tensor) or a ``Blob`` of i.i.d. unit-variance coordinates
     ('gaussian' | 'uniform' | 'laplace' | 'student' with ``df``) generated in fixed seeded blocks, so it is
@@ -409,7 +409,7 @@ class SimResult:
         return self.frac[:, 0]
 
 
-def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law):
+def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law, first_init=0):
     if not isinstance(spec, NetSpec):
         _fail(f"simulate: spec must be a NetSpec, got {type(spec).__name__}")
     if not _is_int(n_inits) or n_inits < 1:
@@ -424,6 +424,8 @@ def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk,
         _fail(f"simulate: n_data must be an integer >= 2, got {n_data!r}")
     if n_data % spec.batch:
         _fail(f"simulate: n_data={n_data} must be a multiple of bn_batch={spec.batch}")
+    if not _is_int(first_init) or first_init < 0:
+        _fail(f"simulate: first_init must be a non-negative integer, got {first_init!r}")
     if not _is_int(seed) or seed < 0:
         _fail(f"simulate: seed must be a non-negative integer, got {seed!r}")
     if dtype not in (torch.float32, torch.float64):
@@ -445,8 +447,11 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
              dtype=torch.float32, data: torch.Tensor | None = None, chunk: int | None = None,
              data_law: str = "gaussian", df: float = 5.0, layer_stats=True, moments: int = 2,
              record: int = 0, init_chunk: int | None = None, progress=None, shortcut: str | None = None,
-             fresh_data: bool = False) -> SimResult:
+             fresh_data: bool = False, first_init: int = 0) -> SimResult:
     """Run ``n_inits`` independent initialisations of ``spec`` on one dataset of ``n_data`` points.
+
+    ``first_init``: run inits ``first_init, …, first_init + n_inits − 1`` (init i is seeded by (seed, i) alone,
+    so a range split across processes or chunks reproduces exactly the inits of one large run).
 
     ``fresh_data=True`` gives every init its own dataset (see ``fresh_rows``): inits are then fully i.i.d.,
     so standard errors over inits include the dataset's own fluctuation (which a shared dataset freezes).
@@ -454,7 +459,8 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
     ``layer_stats``: True (every stage), False, or a collection of stage names (e.g. ``("act",)``) to
     accumulate per-node statistics for; each recorded stage costs about one extra pass over the activations.
     """
-    n_data = _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law)
+    n_data = _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law,
+                        first_init)
     device = resolve_device(device)
     t0 = time.perf_counter()
     keep = set(stages(spec)) if layer_stats is True else set(layer_stats or ())
@@ -471,7 +477,7 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
     outs, fracs, layer_parts, rec_parts = [], [], [], {}
     total, done = n_inits * n_data, 0
     for g_start in range(0, n_inits, group):
-        inits = range(g_start, min(n_inits, g_start + group))
+        inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
         chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
             if shortcut else None
