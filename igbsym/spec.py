@@ -1,0 +1,805 @@
+"""One architecture spec: a sequence of ops, each carrying its infinite-width map on the layer state.
+
+Papers: igb-initial-guessing-bias.txt App. F.1 (layer-by-layer propagation of node centres and variances),
+App. G (activations); norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3, Sec. 4.1.3; igb-talk-slides.txt.
+
+The same spec drives prediction (``igbsym.predict.predict(spec)``, the form ``depth.gamma``) and simulation
+(``validation.simulate.simulate(spec, ...)``, which builds the torch network from the ops).
+
+Public API (stable; other modules build on it)
+-----------------------------------------------
+``SIGMA_W = √2``: the one default Kaiming gain of the library (weights N(0, σ_w²/fan_in)). It is the papers'
+    setting: the IGB paper uses Kaiming Normal initialisation (He et al. 2015, σ_w² = 2) and the norm paper
+    states "we adopt the standard setting σ_w² = 2" (App. C). Every default σ_w (depth.gamma, predict, NetSpec)
+    is this constant.
+``Spec(d_in, ops, weight_law='normal', n_classes=2, sigma_out=SIGMA_W)``: an architecture. ``ops`` is a tuple of
+    ops applied to the input (dimension ``d_in``; None = infinite, for prediction only); an output
+    ``Dense(n_classes, sigma_out)`` follows them implicitly. ``weight_law`` ∈ WEIGHT_LAWS (its kurtosis is
+    irrelevant in the infinite-width maps, used by the simulator). Methods: ``widths`` (hidden Dense widths),
+    ``shapes()`` ((fan_in, fan_out) of every Dense, output last), ``batch`` (rows processed together: the BN
+    mini-batch, else 1), ``path(backend)`` (the states after every Dense, see below), ``gammas(backend)``.
+``NetSpec(d_in, widths, activation='relu', a=0.01, weight_law='normal', sigma_w=SIGMA_W, pool=None, norm=None,
+    placement='pre', bn_batch=None, n_classes=2, srelu_shift=None) -> Spec``: the MLP builder. Hidden layer l is
+    ``Dense(widths[l], σ_w) → [norm if 'pre'] → Act → [norm if 'post'] → [MaxPool(pool)]``; the MLP's keyword
+    values stay readable as attributes (``spec.activation``, ``spec.norm`` ...). ``widths`` may hold None
+    (infinite width) for prediction. Bad values raise InputError (one line).
+``mlp_ops(L, activation, norm, placement, a, sigma_w, B, pool)``: the hidden ops of an infinite-width MLP.
+Ops (frozen dataclasses; the op protocol is the class ``Op``):
+    ``Dense(width=None, sigma_w=SIGMA_W)``, ``Act(name, a=0.01, shift=None)`` (shift: srelu's subtracted
+    constant), ``BatchNorm(B=None)`` (B None or 'full' = full batch, else the mini-batch size),
+    ``LayerNorm()``, ``RMSNorm()``, ``MaxPool(k)``.
+``State(q, c, e, m, ...)``: the width-limit state of one unit (NumPy arrays, mpf, or SymPy): q = second moment
+    E[h²]; c = E[h(x)h(x')]/q for two independent inputs (the node-centre share, c = γ/(1+γ) after a Dense);
+    e = 1 − c carried separately so that it keeps full relative accuracy as c → 1 (never formed as 1 − c in
+    NumPy/mpmath); m = E[h] (the layer mean; 0 after a Dense). ``State.gamma`` = c/e.
+    ``input_state(backend)`` is the data: (1, 0, 1, 0).
+Op protocol: ``op.sym(state)``, ``op.numpy(state)``, ``op.mp(state)`` map a State in the three backends (SymPy
+    exact, NumPy vectorised over broadcast parameters, mpmath at the working precision); ``op.width(n)`` is the
+    op's output width for input width n; ``op.torch(n, device, dtype)`` builds the torch module (imports torch
+    lazily: the core package never needs it). A new op (e.g. ``Residual(alpha, block)``) is one new subclass
+    implementing these five methods; composing ops composes maps (``compose``).
+``compose(ops, state, backend)`` → list of states after every op; ``gamma_path(spec_or_ops, backend)`` → γ after
+    every hidden Dense (the pre-activations of hidden layer 2, 3, ... and of the output).
+
+Maps (zero biases, zero-mean weights, N(0, I) data, all widths → ∞): Dense(σ_w): (q, c, e, m) → (σ_w² q, c, e, 0)
+(the CLT makes the output Gaussian; its centre share is the input's cross moment over its second moment).
+Act φ on a Gaussian state: q' = S = E φ(u)², c' = P/S with P = E[φ(u)φ(u')] = E_μ[(E_ξ φ(μ+ξ))²],
+e' = V/S with V = E_μ[Var_ξ φ(μ+ξ)] (computed directly, not as S − P), m' = E φ(u). LayerNorm: centre by m and
+scale: (1, (cq − m²)/(q − m²), eq/(q − m²), 0). RMSNorm: (1, c, e, m/√q). BatchNorm (full batch): each node
+centred and scaled over the data: (1, 0, 1, 0); mini-batch B: the units are not Gaussian, the next activation
+takes its γ from ``bn.gamma_canonical`` (relu only). MaxPool(k): k = 1 is the identity; k > 1 is known when the
+pooled units have no centre spread before φ (c = 0 into φ, e.g. the first hidden layer or after full-batch BN):
+the pooled units are then i.i.d. over nodes with mean and variance from ``maxpool.mean`` / ``maxpool.var``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from . import activations as acts
+from .errors import InputError, NumericalError
+from .functions import MPMATH_MODULES, NUMPY_MODULES
+from .gaussian import _nodes
+
+SIGMA_W = math.sqrt(2.0)
+NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
+PLACEMENTS = ("pre", "post")
+WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # law -> kurtosis
+HOMOGENEOUS = {"relu": 0.0, "identity": 1.0, "leaky_relu": None}  # φ(x) = x⁺ − s x⁻ (None: s = a)
+Q_MAX = 100.0          # the quadrature route's range in q (second moment entering a smooth activation)
+Q_LINEAR = 1e-60       # below this q a smooth φ with φ(0) = 0 is linear to double precision
+E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range
+TAYLOR_S = 1e-4        # inner noise sd below which Var_ξ φ(μ+ξ) is its 2-term Taylor series (rel. error ~ s⁴)
+QUAD_ERROR = ("composite 8-point Gauss-Legendre on z in [-13, 13] (panels <= min(0.25, 0.4 scale/sd)) for E[phi], "
+              "E[phi^2] and both levels of P = E_mu[(E_xi phi(mu+xi))^2], V = E_mu[Var_xi phi(mu+xi)] (two-pass; "
+              "2-term Taylor series in the noise sd s < 1e-4): relative error <= 1e-11 per layer for q <= 100 "
+              "(tests compare with nested mpmath quadrature)")
+
+
+def _fail(msg):
+    raise InputError(msg)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+# --------------------------------------------------------------------------------------------- state
+@dataclass(frozen=True)
+class State:
+    """Width-limit state of one unit (module docstring). ``bn_batch``: the units are mini-batch BN outputs of
+    batch B (not Gaussian). ``pool_src``: (activation, a, sigma, shift, scale) when the units are i.i.d. over nodes
+    with no centre spread, y = (φ(σZ) − shift)/scale (so a MaxPool can use the maxpool forms)."""
+
+    q: object
+    c: object
+    e: object
+    m: object
+    gaussian: bool = True
+    bn_batch: object = None
+    pool_src: tuple | None = None
+    d: object = None
+
+    @property
+    def gamma(self):
+        return self.c / self.e
+
+    @property
+    def spread(self):
+        """(P − m²)/q: the centres' variance around the layer mean (carried exactly where it is 0)."""
+        return self.c - self.m**2 / self.q if self.d is None else self.d
+
+
+def input_state(backend: str = "numpy") -> State:
+    """N(0, I) data coordinates: unit second moment, independent inputs (c = 0), zero mean."""
+    one, zero = {"sympy": (sp.S.One, sp.S.Zero), "mpmath": (mpmath.mpf(1), mpmath.mpf(0))}.get(
+        backend, (np.float64(1.0), np.float64(0.0)))
+    return State(one, zero, one, zero)
+
+
+def _sqrt(x):
+    if isinstance(x, sp.Basic):
+        return sp.sqrt(x)
+    return mpmath.sqrt(x) if isinstance(x, mpmath.mpf) else np.sqrt(x)
+
+
+# --------------------------------------------------------------------------------------------- ops
+class Op:
+    """An architecture op: maps the State in SymPy, NumPy and mpmath and builds its torch module.
+
+    Subclasses implement ``sym``, ``numpy``, ``mp``, ``torch`` and (if the width changes) ``width``."""
+
+    def sym(self, s: State) -> State:
+        raise NotImplementedError
+
+    def numpy(self, s: State) -> State:
+        raise NotImplementedError
+
+    def mp(self, s: State) -> State:
+        raise NotImplementedError
+
+    stage = "op"          # the simulator's name for the tensor after this op ('pre', 'norm', 'act', 'pool')
+
+    def width(self, n):
+        return n
+
+    def shapes(self, n) -> list:
+        """(fan_in, fan_out) of the Dense layers inside this op, for input width n."""
+        return []
+
+    def torch(self, n: int, device=None, dtype=None):
+        raise NotImplementedError
+
+    def batched(self, h, take):
+        """The op on a batch of inits: h [I, N, n] → [I, N, n']; ``take()`` returns the next Dense weight
+        [I, fan_in, fan_out] (Dense ops consume them in order)."""
+        return self.torch(h.shape[-1], h.device, h.dtype)(h)
+
+    def map(self, s: State, backend: str) -> State:
+        return {"sympy": self.sym, "numpy": self.numpy, "mpmath": self.mp}[backend](s)
+
+
+@dataclass(frozen=True)
+class Dense(Op):
+    """Linear layer without bias, weights N(0, σ_w²/fan_in) (or another law of that variance)."""
+
+    width_: int | None = None
+    sigma_w: object = SIGMA_W
+
+    def _map(self, s):
+        return State(self.sigma_w**2 * s.q, s.c, s.e, 0 * s.m)
+
+    sym = numpy = mp = _map
+    stage = "pre"
+
+    def width(self, n):
+        return self.width_
+
+    def shapes(self, n):
+        return [(n, self.width_)]
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return nn.Linear(n, self.width_, bias=False, device=device, dtype=dtype)
+
+    def batched(self, h, take):
+        import torch
+        return torch.bmm(h, take())
+
+
+def _norm_checked(s: State, name: str) -> None:
+    if s.bn_batch is not None:
+        _fail(f"{name} after a mini-batch BatchNorm has no width-limit map (the units are not Gaussian)")
+
+
+@dataclass(frozen=True)
+class LayerNorm(Op):
+    """nn.LayerNorm without affine part: subtract the per-sample layer mean (→ m), divide by the layer std."""
+
+    def _map(self, s):
+        _norm_checked(s, "LayerNorm")
+        v = s.q - s.m**2
+        src = None if s.pool_src is None else s.pool_src[:3] + (s.pool_src[3] + s.m * s.pool_src[4],
+                                                                s.pool_src[4] * _sqrt(v))
+        return State(1 + 0 * v, s.spread * s.q / v, s.e * s.q / v, 0 * v, s.gaussian, None, src)
+
+    sym = numpy = mp = _map
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return nn.LayerNorm(n, elementwise_affine=False, device=device, dtype=dtype)
+
+    stage = "norm"
+
+
+@dataclass(frozen=True)
+class RMSNorm(Op):
+    """nn.RMSNorm without affine part: divide by the per-sample root mean square (→ √q); keeps the mean."""
+
+    def _map(self, s):
+        _norm_checked(s, "RMSNorm")
+        r = _sqrt(s.q)
+        src = None if s.pool_src is None else s.pool_src[:4] + (s.pool_src[4] * r,)
+        return State(1 + 0 * s.q, s.c, s.e, s.m / r, s.gaussian, None, src, s.d)
+
+    sym = numpy = mp = _map
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return nn.RMSNorm(n, elementwise_affine=False, device=device, dtype=dtype)
+
+    stage = "norm"
+
+
+@dataclass(frozen=True)
+class BatchNorm(Op):
+    """nn.BatchNorm1d in training mode without affine part; B None/'full' = full batch, else mini-batches of B."""
+
+    B: object = None
+
+    def __post_init__(self):
+        if self.B == "full" or (self.B is not None and not isinstance(self.B, sp.Basic)
+                                and np.all(np.isinf(np.asarray(self.B, float)))):
+            object.__setattr__(self, "B", None)
+
+    def _map(self, s, one, zero):
+        _norm_checked(s, "BatchNorm")
+        return State(one, zero, one, zero, self.B is None, self.B)
+
+    def sym(self, s):
+        return self._map(s, sp.S.One, sp.S.Zero)
+
+    def numpy(self, s):
+        shape = np.broadcast(np.asarray(s.q), np.asarray(s.c)).shape
+        return self._map(s, np.ones(shape), np.zeros(shape))
+
+    def mp(self, s):
+        return self._map(s, mpmath.mpf(1), mpmath.mpf(0))
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return nn.BatchNorm1d(n, affine=False, track_running_stats=False, device=device, dtype=dtype)
+
+    stage = "norm"
+
+    def batched(self, h, take):
+        """Per init, over consecutive mini-batches of B rows (one module call for all inits and batches)."""
+        n_init, n, width = h.shape
+        b = int(self.B)
+        y = h.reshape(n_init, n // b, b, width).permute(2, 0, 1, 3).reshape(b, -1)
+        y = self.torch(y.shape[1], h.device, h.dtype)(y)
+        return y.reshape(b, n_init, n // b, width).permute(1, 2, 0, 3).reshape(n_init, n, width)
+
+
+@dataclass(frozen=True)
+class MaxPool(Op):
+    """nn.MaxPool1d(k) over consecutive units (width n → n // k)."""
+
+    k: int = 1
+    stage = "pool"
+
+    def width(self, n):
+        return None if n is None else n // self.k
+
+    def _pooled(self, s, backend):
+        if self.k == 1:
+            return s
+        if s.pool_src is None:
+            _fail(f"MaxPool(k={self.k}) is predicted only where the pooled units have no centre spread before the "
+                  "activation (first hidden layer, or after full-batch BatchNorm); deeper pooled layers need the "
+                  "k-node centre integral")
+        from .registry import get
+        act, a, sigma, shift, scale = s.pool_src
+        kw = dict(k=self.k, sigma=sigma, activation=act)
+        if backend == "sympy":
+            mean, var = (get(f"maxpool.{n}").case(k=self.k, activation=act) for n in ("mean", "var"))
+            if not all(isinstance(v, sp.Basic) for v in (mean, var)):
+                _fail(f"MaxPool(k={self.k}) with {act}: no closed form (use the numpy or mpmath backend)")
+            sig = sp.Symbol("sigma", positive=True)
+            mean, var = mean.subs(sig, sigma), var.subs(sig, sigma)
+        elif backend == "numpy":
+            mean, var = (get(f"maxpool.{n}").numpy(**kw) for n in ("mean", "var"))
+        else:
+            mean, var = (get(f"maxpool.{n}").mp(mpmath.mp.dps, **kw) for n in ("mean", "var"))
+        mean, var = (mean - shift) / scale, var / scale**2
+        q = var + mean**2
+        return State(q, mean**2 / q, var / q, mean, False, None, None, 0 * q)
+
+    def sym(self, s):
+        return self._pooled(s, "sympy")
+
+    def numpy(self, s):
+        return self._pooled(s, "numpy")
+
+    def mp(self, s):
+        return self._pooled(s, "mpmath")
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+
+        class Pool(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.pool = nn.MaxPool1d(k)
+
+            def forward(self, h):
+                return self.pool(h.reshape(-1, 1, h.shape[-1])).reshape(*h.shape[:-1], -1)
+        return Pool(self.k)
+
+
+# --------------------------------------------------------------------------------------------- activations
+def arccos_map(c, s):
+    """k_s(c) = E[φ(u)φ(u')]/E[φ(u)²] for φ(x) = max(x, 0) + s·min(x, 0), corr(u, u') = c (SymPy)."""
+    r = (1 - s) ** 2 / (1 + s**2)
+    return c + r * (sp.sqrt(1 - c**2) - c * sp.acos(c)) / sp.pi
+
+
+def sin_minus_tcos(t):
+    """sin t − t cos t (NumPy), with its Taylor series for t < 0.1 (no cancellation)."""
+    t = np.asarray(t, float)
+    t2 = t * t
+    series = t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
+    return np.where(t < 0.1, series, np.sin(t) - t * np.cos(t))
+
+
+def _mp_sin_minus_tcos(t):
+    if t < mpmath.mpf("1e-3"):
+        return mpmath.nsum(lambda k: (-1) ** (k + 1) * t ** (2 * k + 1) * 2 * k / mpmath.factorial(2 * k + 1),
+                           [1, mpmath.inf])
+    return mpmath.sin(t) - t * mpmath.cos(t)
+
+
+def slope_ratio(s):
+    """r = (1 − s)²/(1 + s²) without overflow for huge |s| (NumPy or mpmath)."""
+    if isinstance(s, mpmath.mpf):
+        return ((1 - s) / mpmath.hypot(1, s)) ** 2
+    s = np.asarray(s, float)
+    return ((1 - s) / np.hypot(1.0, s)) ** 2
+
+
+@lru_cache(maxsize=None)
+def _derivatives(name: str, module: str):
+    """(φ', φ'', φ''') of a smooth activation, lambdified for ``numpy`` or ``mpmath``."""
+    x = acts.x_
+    ds = [sp.diff(acts.get(name).expr, x, k) for k in (1, 2, 3)]
+    return sp.lambdify(x, ds, modules=NUMPY_MODULES if module == "numpy" else MPMATH_MODULES)
+
+
+@dataclass(frozen=True)
+class Act(Op):
+    """Activation φ by name (igbsym.activations); ``a`` the leaky slope, ``shift`` srelu's constant (None: the
+    nominal ReLU mean 1/√(2π) of a unit-variance input, igb.gamma's convention after a norm)."""
+
+    name: str = "relu"
+    a: object = 0.01
+    shift: object = None
+    stage = "act"
+
+    def __post_init__(self):
+        if self.name not in acts.names():
+            _fail(f"unknown activation {self.name!r}; allowed: {', '.join(acts.names())}")
+
+    @property
+    def slope(self):
+        return self.a if self.name == "leaky_relu" else HOMOGENEOUS.get(self.name)
+
+    @property
+    def odd(self) -> bool:
+        return acts.get(self.name).odd
+
+    def _shift(self, backend):
+        if self.shift is not None:
+            return self.shift
+        return {"sympy": 1 / sp.sqrt(2 * sp.pi), "mpmath": 1 / mpmath.sqrt(2 * mpmath.pi)}.get(
+            backend, 1 / math.sqrt(2 * math.pi))
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        import torch.nn.functional as F
+        name, a, k = self.name, self.a, (None if self.name != "srelu" else float(self._shift("numpy")))
+        fn = {"identity": lambda h: h, "relu": F.relu, "leaky_relu": lambda h: F.leaky_relu(h, a),
+              "tanh": lambda h: h.tanh(), "erf": lambda h: h.erf(), "sigmoid": lambda h: h.sigmoid(),
+              "gelu": F.gelu, "silu": F.silu, "srelu": lambda h: F.relu(h) - k}[name]
+
+        class Activation(nn.Module):
+            def forward(self, h):
+                return fn(h)
+
+            def extra_repr(self):
+                return name
+        return Activation()
+
+    # --- the map in three backends ---
+    def _src(self, s, sigma):
+        return (self.name, self.a, sigma, self._shift_for_src(), 1) if s.gaussian and _is_zero(s.c) else None
+
+    def _shift_for_src(self):
+        return 0
+
+    def _bn_minibatch(self, s, backend):
+        from .registry import get
+        if self.name != "relu" and not self.odd:
+            _fail(f"bn.gamma_canonical covers relu only; activation={self.name} after a mini-batch BatchNorm "
+                  "(finite B) has no prediction (use B=inf)")
+        if self.odd:
+            g = 0
+        elif backend == "sympy":
+            _fail("mini-batch BatchNorm: no closed form in the depth recursion (numpy or mpmath backend)")
+        elif backend == "numpy":
+            g = get("bn.gamma_canonical").numpy(B=s.bn_batch)
+        else:
+            g = get("bn.gamma_canonical").mp(mpmath.mp.dps, B=s.bn_batch)
+        one = 1 + 0 * g
+        return State(one, g / (1 + g), one / (1 + g), 0 * g, False)
+
+    def sym(self, s):
+        if s.bn_batch is not None:
+            return self._bn_minibatch(s, "sympy")
+        if not s.gaussian:
+            _fail(f"activation {self.name} on non-Gaussian units (after a max-pool or mini-batch BN) has no map")
+        if self.name in HOMOGENEOUS or self.name == "srelu":
+            slope = sp.S.Zero if self.name == "srelu" else sp.sympify(self.slope)
+            S = s.q * (1 + slope**2) / 2
+            P = S * arccos_map(s.c, slope)
+            M = (1 - slope) * sp.sqrt(s.q) / sp.sqrt(2 * sp.pi)
+            if self.name == "srelu":
+                k = self._shift("sympy")
+                P, S, M = P - 2 * k * M + k**2, S - 2 * k * M + k**2, M - k
+            return State(S, P / S, 1 - P / S, M, False, None, self._src(s, sp.sqrt(s.q)))
+        _fail(f"activation {self.name}: no closed-form map (use the numpy or mpmath backend)")
+
+    def numpy(self, s):
+        if s.bn_batch is not None:
+            return self._bn_minibatch(s, "numpy")
+        if not s.gaussian:
+            _fail(f"activation {self.name} on non-Gaussian units (after a max-pool or mini-batch BN) has no map")
+        q, c, e = (np.asarray(v, float) for v in (s.q, s.c, s.e))
+        if self.name in HOMOGENEOUS or self.name == "srelu":
+            out = _np_homogeneous(self, q, c, e)
+        elif self.odd:
+            out = _np_odd(self, q, c, e)
+        else:
+            out = _np_smooth(self, q, c, e)
+        return replace(out, pool_src=self._src(s, np.sqrt(q)))
+
+    def mp(self, s):
+        if s.bn_batch is not None:
+            return self._bn_minibatch(s, "mpmath")
+        if not s.gaussian:
+            _fail(f"activation {self.name} on non-Gaussian units (after a max-pool or mini-batch BN) has no map")
+        if self.name in HOMOGENEOUS or self.name == "srelu":
+            out = _mp_homogeneous(self, s.q, s.c, s.e)
+        else:
+            out = _mp_smooth(self, s.q, s.c, s.e)
+        return replace(out, pool_src=self._src(s, mpmath.sqrt(s.q)))
+
+
+def _is_zero(x) -> bool:
+    if isinstance(x, sp.Basic):
+        return x == 0
+    return bool(np.all(np.asarray(x, float) == 0)) if not isinstance(x, mpmath.mpf) else x == 0
+
+
+def _np_homogeneous(op, q, c, e):
+    """φ = x⁺ − s x⁻ (and srelu = relu − k): closed forms, with e' = e − r(sin t − t cos t)/π, t = arccos c
+    computed from e (accurate as c → 1); srelu keeps V and P − M² of relu (a shift moves the mean only)."""
+    slope = 0.0 if op.name == "srelu" else np.asarray(op.slope, float)
+    r = slope_ratio(slope)
+    t = 2 * np.arcsin(np.sqrt(np.clip(e / 2, 0.0, 1.0)))
+    S = q * (1 + slope**2) / 2
+    M = (1 - slope) * np.sqrt(q / (2 * np.pi))
+    kc = np.where(c == 0, r / np.pi, c + r * (np.sin(t) - t * c) / np.pi)   # k(0) = r/π exactly
+    ke = np.maximum(e - r * sin_minus_tcos(t) / np.pi, 0.0)
+    spread = np.where(c == 0, 0.0, np.maximum(S * kc - M * M, 0.0))   # P − M² >= 0, shift-invariant
+    if op.name != "srelu":
+        return State(S, kc + 0 * S, ke + 0 * S, M + 0 * S, False, d=spread / S)
+    k = np.asarray(op._shift("numpy"), float)
+    V, M = S * ke, M - k
+    S = (S - (M + k) ** 2) + M * M                                    # Var φ + (E φ)²: a sum of terms >= 0
+    return State(S, (M * M + spread) / S, V / S, M, False, d=spread / S)
+
+
+def _mp_homogeneous(op, q, c, e):
+    slope = mpmath.mpf(0) if op.name == "srelu" else mpmath.mpf(op.slope)
+    r = slope_ratio(slope)
+    t = 2 * mpmath.asin(mpmath.sqrt(e / 2))
+    S = q * (1 + slope**2) / 2
+    M = (1 - slope) * mpmath.sqrt(q / (2 * mpmath.pi))
+    kc = r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi
+    ke = e - r * _mp_sin_minus_tcos(t) / mpmath.pi
+    spread = mpmath.mpf(0) if c == 0 else S * kc - M * M
+    if op.name != "srelu":
+        return State(S, kc, ke, M, False, d=spread / S)
+    k = op._shift("mpmath") if op.shift is None else mpmath.mpf(op.shift)
+    V, M = S * ke, M - k
+    S = (S - (M + k) ** 2) + M * M
+    return State(S, (M * M + spread) / S, V / S, M, False, d=spread / S)
+
+
+def _np_odd(op, q, c, e):
+    """Odd φ: M = 0, and from c = 0 (the only reachable value: the data are symmetric) P = 0 exactly."""
+    if np.any(c != 0):
+        return _np_smooth(op, q, c, e)
+    S = _np_1d(op, q)[1]
+    zero = np.zeros(np.shape(S))
+    return State(S, zero, zero + 1, zero, False, d=zero)
+
+
+def _np_1d(op, q):
+    """(M, S) = (E φ(u), E φ(u)²), u ~ N(0, q), vectorised over q."""
+    f = acts.get(op.name).numpy
+    q = np.asarray(q, float)
+    _check_q(q)
+    M, S = np.empty(q.shape), np.empty(q.shape)
+    a = np.broadcast_to(np.asarray(op.a, float), q.shape)
+    for i in np.ndindex(q.shape):
+        sd = math.sqrt(q[i])
+        z, w = _nodes(min(0.25, 0.4 / max(sd, 1e-300)))
+        y = f(sd * z, a[i], 0.0)
+        M[i] = 0.0 if op.odd else y @ w
+        S[i] = (y * y) @ w
+    return M, S
+
+
+def _check_q(q):
+    if not np.all(np.isfinite(q)) or np.any(q > Q_MAX):
+        bad = np.asarray(q)[~(np.isfinite(q) & (q <= Q_MAX))].flat[0]
+        raise NumericalError(f"the second moment q = {bad:.3g} entering a smooth activation is outside the "
+                             f"quadrature route's range q <= {Q_MAX:g} (sigma_w too large for this depth)")
+
+
+def _np_smooth(op, q, c, e):
+    """(S, P/S, V/S, M) by quadrature, pointwise over broadcast (q, c, e, a)."""
+    f, derivs = acts.get(op.name).numpy, _derivatives(op.name, "numpy")
+    q, c, e, a = np.broadcast_arrays(q, c, e, np.asarray(op.a, float))
+    _check_q(q)
+    out = np.empty((5,) + q.shape)
+    for i in np.ndindex(q.shape):
+        out[(slice(None),) + i] = _np_smooth_point(op, f, derivs, float(q[i]), float(c[i]), float(e[i]), float(a[i]))
+    S, P, V, M, D = out
+    return State(S, P / S, V / S, M, False, d=D / S)
+
+
+def _np_smooth_point(op, f, derivs, q, c, e, a):
+    sd = math.sqrt(q)
+    if q < Q_LINEAR and float(acts.get(op.name).numpy(np.float64(0.0), a, 0.0)) == 0.0:
+        slope0 = float(derivs(np.float64(0.0))[0])       # φ linear on the scale √q: moments of slope0·u
+        return slope0**2 * q, slope0**2 * q * c, slope0**2 * q * e, 0.0, slope0**2 * q * c
+    z, w = _nodes(min(0.25, 0.4 / max(sd, 1e-300)))
+    y = f(sd * z, a, 0.0)
+    M = 0.0 if op.odd else y @ w
+    S = (y * y) @ w
+    if c == 0:
+        return S, M * M, ((y - M) ** 2) @ w, M, 0.0
+    s, sdm = math.sqrt(e * q), math.sqrt(c * q)
+    zo, wo = _nodes(min(0.25, 0.4 * max(s, 1.0) / sdm))
+    mu = sdm * zo
+    if s < TAYLOR_S:
+        f1, f2, f3 = (np.asarray(v, float) + 0 * mu for v in derivs(mu))
+        V = (s * s * f1 * f1 + s**4 * (f2 * f2 / 2 + f1 * f3)) @ wo
+        return S, S - V, V, M, S - V - M * M
+    zi, wi = _nodes(min(0.25, 0.4 / s))
+    P = V = D = 0.0
+    step = max(1, (1 << 21) // zi.size)
+    for lo in range(0, mu.size, step):
+        vals = f(mu[lo:lo + step, None] + s * zi, a, 0.0)
+        m = vals @ wi
+        P += (m * m) @ wo[lo:lo + step]
+        D += ((m - M) ** 2) @ wo[lo:lo + step]
+        V += (((vals - m[:, None]) ** 2) @ wi) @ wo[lo:lo + step]
+    return S, P, V, M, D
+
+
+def _mp_gauss(f, sd):
+    """E[f(sd·Z)] by Gauss–Legendre quadrature in z on [−∞, −8, −3, 0, 3, 8, ∞] (smooth integrands)."""
+    dens = 1 / mpmath.sqrt(2 * mpmath.pi)
+    return mpmath.quad(lambda z: f(sd * z) * dens * mpmath.exp(-z * z / 2),
+                       [-mpmath.inf, -8, -3, 0, 3, 8, mpmath.inf], method="gauss-legendre")
+
+
+def _mp_smooth(op, q, c, e):
+    """Nested mpmath quadrature at the working precision; V = S − P at extra precision (the digits lost to the
+    cancellation), or the 2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error s⁴)."""
+    if not (mpmath.isfinite(q) and q <= Q_MAX):
+        raise NumericalError(f"the second moment q = {mpmath.nstr(q, 3)} entering a smooth activation is outside the "
+                             f"quadrature route's range q <= {Q_MAX:g} (sigma_w too large for this depth)")
+    fn, a = acts.get(op.name).mp, mpmath.mpf(op.a)
+    f = lambda x: fn(x, a, 0)  # noqa: E731
+    sd = mpmath.sqrt(q)
+    M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)
+    S = _mp_gauss(lambda x: f(x) ** 2, sd)
+    if c == 0:
+        return State(S, M * M / S, _mp_gauss(lambda x: (f(x) - M) ** 2, sd) / S, M, False, d=mpmath.mpf(0))
+    s2, dps = e * q, mpmath.mp.dps
+    if s2 < mpmath.mpf(10) ** (-(dps // 2) - 2):
+        derivs = _derivatives(op.name, "mpmath")
+
+        def taylor(mu):
+            f1, f2, f3 = derivs(mu)
+            return s2 * f1 * f1 + s2 * s2 * (f2 * f2 / 2 + f1 * f3)
+        V = _mp_gauss(taylor, mpmath.sqrt(c * q))
+        return State(S, (S - V) / S, V / S, M, False, d=(S - V - M * M) / S)
+    extra = max(0, int(-mpmath.log10(s2) / 2)) + 5
+    with mpmath.workdps(dps + extra):
+        s, sdm = mpmath.sqrt(s2), mpmath.sqrt(c * q)
+        S2 = _mp_gauss(lambda x: f(x) ** 2, sd)
+        P = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x), s) ** 2, sdm)
+        V, D = S2 - P, P - M * M
+        return State(+S, +(P / S2), +(V / S2), +M, False, d=+(D / S2))
+
+
+# --------------------------------------------------------------------------------------------- composition
+def compose(ops, state: State, backend: str = "numpy") -> list:
+    """The states after every op, starting from ``state``."""
+    out = []
+    for op in ops:
+        state = op.map(state, backend)
+        out.append(state)
+    return out
+
+
+def check_state(s: State, where: str) -> State:
+    """NumPy state guard: never a NaN, inf or negative γ; 1 − c below E_MIN means γ beyond the double range."""
+    c, e = np.asarray(s.c, float), np.asarray(s.e, float)
+    if np.isnan(c).any() or np.isnan(e).any() or np.isnan(np.asarray(s.q, float)).any():
+        raise NumericalError(f"{where}: the state became NaN (q={s.q}, c={s.c}, e={s.e})")
+    if (e < E_MIN).any():
+        raise NumericalError(f"{where}: 1 - c = {float(e.min()):.3g} < {E_MIN:g}: gamma = c/(1-c) exceeds the double "
+                             "range (use the mpmath route, e.g. igbsym eval ... --dps 50)")
+    return s
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An architecture (module docstring): input dimension, ops, weight law, output classes."""
+
+    d_in: int | None
+    ops: tuple
+    weight_law: str = "normal"
+    n_classes: int = 2
+    sigma_out: object = SIGMA_W
+    mlp: dict | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "ops", tuple(self.ops))
+        if self.d_in is not None and (not _is_int(self.d_in) or self.d_in < 1):
+            _fail(f"NetSpec: d_in must be a positive integer, got {self.d_in!r}")
+        if self.weight_law not in WEIGHT_LAWS:
+            _fail(f"NetSpec: unknown weight_law {self.weight_law!r}; allowed: {', '.join(WEIGHT_LAWS)}")
+        if not _is_int(self.n_classes) or self.n_classes < 2:
+            _fail(f"NetSpec: n_classes must be an integer >= 2, got {self.n_classes!r}")
+        if not all(isinstance(op, Op) for op in self.ops):
+            _fail("Spec: ops must be Op instances (Dense, Act, BatchNorm, LayerNorm, RMSNorm, MaxPool, ...)")
+
+    def __getattr__(self, name):
+        mlp = self.__dict__.get("mlp")
+        if mlp is not None and name in mlp:
+            return mlp[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}"
+                             + ("" if mlp is None else " (an MLP spec has " + ", ".join(mlp) + ")"))
+
+    @property
+    def widths(self) -> tuple:
+        return tuple(op.width_ for op in self.ops if isinstance(op, Dense))
+
+    @property
+    def batch(self) -> int:
+        """Rows processed together: the BN mini-batch size, else 1."""
+        bs = {op.B for op in self.ops if isinstance(op, BatchNorm) and op.B is not None}
+        return int(next(iter(bs))) if bs else 1
+
+    def output(self) -> Dense:
+        return Dense(self.n_classes, self.sigma_out)
+
+    def all_ops(self) -> tuple:
+        return self.ops + (self.output(),)
+
+    def shapes(self) -> list:
+        """(fan_in, fan_out) of every Dense, the output layer last."""
+        out, n = [], self.d_in
+        for op in self.all_ops():
+            out += op.shapes(n)
+            n = op.width(n)
+        return out
+
+    def path(self, backend: str = "numpy") -> list:
+        """States after every Dense but the first (hidden layer 1's output onward, the output last)."""
+        return dense_states(self.all_ops(), backend)
+
+    def gammas(self, backend: str = "numpy") -> list:
+        return [s.gamma for s in self.path(backend)]
+
+
+def dense_states(ops, backend: str = "numpy", where: str = "spec") -> list:
+    """States after every Dense but the first, composing the ops' maps from the data state."""
+    state, out, seen = input_state(backend), [], False
+    for op in ops:
+        state = op.map(state, backend)
+        if backend == "numpy":
+            check_state(state, where)
+        if isinstance(op, Dense):
+            if seen:
+                out.append(state)
+            seen = True
+    return out
+
+
+def gamma_path(spec_or_ops, backend: str = "numpy") -> list:
+    """γ after every hidden layer (γ at the pre-activations of the next layer; the last is the output's)."""
+    ops = spec_or_ops.all_ops() if isinstance(spec_or_ops, Spec) else tuple(spec_or_ops)
+    return [s.gamma for s in dense_states(ops, backend)]
+
+
+def block_ops(activation, norm=None, placement="pre", a=0.01, B=None, pool=None, shift=None) -> tuple:
+    """The ops after a hidden Dense: [norm if pre] φ [norm if post] [MaxPool(pool)]."""
+    norm = None if norm == "none" else norm
+    mk = {None: None, "batchnorm": lambda: BatchNorm(B), "layernorm": LayerNorm, "rmsnorm": RMSNorm}[norm]
+    out = []
+    if mk and placement == "pre":
+        out.append(mk())
+    out.append(Act(activation, a, shift))
+    if mk and placement == "post":
+        out.append(mk())
+    if pool and pool > 1:
+        out.append(MaxPool(pool))
+    return tuple(out)
+
+
+def mlp_ops(L, activation, norm=None, placement="pre", a=0.01, sigma_w=SIGMA_W, B=None, pool=None, widths=None,
+            shift=None) -> tuple:
+    """Hidden ops of an L-hidden-layer MLP (infinite width unless ``widths``)."""
+    widths = (None,) * L if widths is None else tuple(widths)
+    block = block_ops(activation, norm, placement, a, B, pool, shift)
+    return tuple(op for w in widths for op in (Dense(w, sigma_w),) + block)
+
+
+def default_srelu_shift(norm, placement, sigma_w) -> float:
+    """srelu's default shift σ/√(2π): the ReLU mean of the nominal N(0, σ²) input (σ = 1 after a norm before φ)."""
+    sigma = 1.0 if (norm is not None and norm != "none" and placement == "pre") else sigma_w
+    return sigma / math.sqrt(2 * math.pi)
+
+
+def NetSpec(d_in, widths, activation="relu", a=0.01, weight_law="normal", sigma_w=SIGMA_W, pool=None, norm=None,
+            placement="pre", bn_batch=None, n_classes=2, srelu_shift=None) -> Spec:
+    """The MLP builder (module docstring); its keyword values stay readable as attributes of the Spec."""
+    widths = (widths,) if _is_int(widths) else tuple(widths)
+    if d_in is not None and (not _is_int(d_in) or d_in < 1):
+        _fail(f"NetSpec: d_in must be a positive integer, got {d_in!r}")
+    if not widths or any(w is not None and (not _is_int(w) or w < 1) for w in widths):
+        _fail(f"NetSpec: widths must be positive integers (at least one hidden layer), got {widths!r}")
+    if activation not in acts.names():
+        _fail(f"NetSpec: unknown activation {activation!r}; allowed: {', '.join(acts.names())}")
+    if weight_law not in WEIGHT_LAWS:
+        _fail(f"NetSpec: unknown weight_law {weight_law!r}; allowed: {', '.join(WEIGHT_LAWS)}")
+    if isinstance(sigma_w, bool) or not (isinstance(sigma_w, (int, float)) and math.isfinite(sigma_w) and sigma_w > 0):
+        _fail(f"NetSpec: sigma_w must be a positive finite number, got {sigma_w!r}")
+    if not isinstance(a, (int, float)) or not math.isfinite(float(a)):
+        _fail(f"NetSpec: leaky slope a must be finite, got {a!r}")
+    if pool is not None:
+        if not _is_int(pool) or pool < 1:
+            _fail(f"NetSpec: pool (max-pool kernel) must be a positive integer or None, got {pool!r}")
+        if any(w is not None and w % pool for w in widths):
+            _fail(f"NetSpec: every width must be divisible by the pool kernel {pool}, got {widths}")
+    if norm not in NORMS and norm != "none":
+        _fail(f"NetSpec: unknown norm {norm!r}; allowed: None, batchnorm, layernorm, rmsnorm")
+    norm = None if norm == "none" else norm
+    if placement not in PLACEMENTS:
+        _fail(f"NetSpec: placement must be 'pre' or 'post' (norm before/after activation), got {placement!r}")
+    if norm == "batchnorm" and bn_batch is not None and bn_batch != "full" and (not _is_int(bn_batch) or bn_batch < 2):
+        _fail(f"NetSpec: batchnorm needs an integer bn_batch >= 2 (or None = full batch), got {bn_batch!r}")
+    if not _is_int(n_classes) or n_classes < 2:
+        _fail(f"NetSpec: n_classes must be an integer >= 2, got {n_classes!r}")
+    if srelu_shift is not None and not (isinstance(srelu_shift, (int, float)) and math.isfinite(srelu_shift)):
+        _fail(f"NetSpec: srelu_shift must be a finite number or None, got {srelu_shift!r}")
+    shift = srelu_shift if srelu_shift is not None else default_srelu_shift(norm, placement, sigma_w)
+    ops = mlp_ops(len(widths), activation, norm, placement, a, sigma_w, bn_batch if norm == "batchnorm" else None,
+                  pool, widths, shift if activation == "srelu" else None)
+    mlp = dict(widths=widths, activation=activation, a=a, sigma_w=sigma_w, pool=pool, norm=norm,
+               placement=placement, bn_batch=bn_batch, srelu_shift=srelu_shift, shift=lambda: float(shift))
+    return Spec(d_in, ops, weight_law, n_classes, sigma_w, mlp)
+
