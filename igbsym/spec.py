@@ -70,7 +70,7 @@ SIGMA_W = math.sqrt(2.0)
 NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
 PLACEMENTS = ("pre", "post")
 WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # law -> kurtosis
-HOMOGENEOUS = {"relu": 0.0, "identity": 1.0, "leaky_relu": None}  # φ(x) = x⁺ − s x⁻ (None: s = a)
+HOMOGENEOUS = {"relu": 0, "identity": 1, "leaky_relu": None}  # φ(x) = x⁺ − s x⁻ (None: s = a)
 Q_MAX = 100.0          # the quadrature route's range in q (second moment entering a smooth activation)
 Q_LINEAR = 1e-60       # below this q a smooth φ with φ(0) = 0 is linear to double precision
 E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range

@@ -1,0 +1,142 @@
+"""Labatie's moments (moments-well-behaved-vs-pathological.txt, Secs. 3.1–3.2, 5–7) in the width limit.
+
+The bridge (``moments.centred_ratio``): the ratio μ₂,c/μ₂ of a layer's data-centred to non-centred second moment is
+1/(1 + γ), with γ the IGB ratio of a linear readout of that layer — the point-like (zero-dimensional) pathology is
+deep prejudice seen from the other side. The normalised sensitivity χ (``moments.sensitivity``) composes the noise
+maps of igbsym/sensitivity.py along the same spec; its growth per layer is exponential for batch-normalised
+feedforward nets (``moments.bn_feedforward_rate``) and a power law for batch-normalised pre-activation ResNets
+(``moments.bn_resnet_exponent``), both fixed by p = E[φ'(Z)²]/Var[φ(Z)] ≥ 1 (the Gaussian Poincaré inequality;
+equality iff φ is linear). Derivations: derivations/moments.py.
+"""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .. import activations as acts
+from ..form import ClosedForm, NumericRoute, Param, Provenance
+from ..registry import get, register
+from ..residual import resnet_ops
+from ..sensitivity import chi_path
+from ..spec import HOMOGENEOUS, SIGMA_W, Act, mlp_ops
+
+LABATIE = "moments-well-behaved-vs-pathological.txt"
+ARCHITECTURES = ("vanilla", "bn_feedforward", "resnet", "bn_resnet")
+L_MAX = 100000
+
+gamma_ = sp.Symbol("gamma", nonnegative=True)
+a_ = sp.Symbol("a", real=True)
+
+register(ClosedForm(
+    "moments.centred_ratio", "Labatie's ratio mu_2,c/mu_2 of a layer's data-centred to non-centred second moment, "
+                             "1/(1+gamma) with gamma the IGB ratio of a linear readout of the layer: the point-like "
+                             "pathology (ratio -> 0) is deep prejudice (gamma -> inf).",
+    (Param("gamma", "nonnegative", "IGB ratio of a linear readout of the layer", allow_inf=True),),
+    Provenance(LABATIE, "Sec. 3.1 (moments), Sec. 3.2 (zero-dimensional signal)",
+               "new bridge: mu_2 = q, mu_2,c = (1 - c) q and c = gamma/(1+gamma) (derivations/moments.py)"),
+    expr=1 / (1 + gamma_), kernel=lambda gamma: 1 / (1 + gamma),
+    limit=lambda gamma: 0 if gamma == mpmath.inf else None))
+
+
+def sensitivity_ops(L, architecture, activation, alpha, a, sigma_w):
+    """The ops of the four architectures of Labatie Secs. 5–7 (full-batch BN)."""
+    return {"vanilla": lambda: mlp_ops(L, activation, None, "pre", a, sigma_w),
+            "bn_feedforward": lambda: mlp_ops(L, activation, "batchnorm", "pre", a, sigma_w),
+            "resnet": lambda: resnet_ops(L, activation, alpha, "none", "pre", "linear-first", a, sigma_w),
+            "bn_resnet": lambda: resnet_ops(L, activation, alpha, "batchnorm", "pre", "linear-last", a, sigma_w),
+            }[architecture]()
+
+
+def _chi_np(L, architecture, activation):
+    def fn(alpha, a, sigma_w):
+        alpha, a, sigma_w = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a, sigma_w)))
+        out = np.empty(alpha.shape)
+        for idx in np.ndindex(alpha.shape):
+            ops = sensitivity_ops(L, architecture, activation, float(alpha[idx]), float(a[idx]), float(sigma_w[idx]))
+            out[idx] = float(chi_path(ops)[-1][1])
+        return out
+    return fn
+
+
+def _chi_mp(L, architecture, activation):
+    def fn(alpha, a, sigma_w):
+        return chi_path(sensitivity_ops(L, architecture, activation, alpha, a, sigma_w), "mpmath")[-1][1]
+    return fn
+
+
+def sensitivity_case(L, architecture, activation):
+    return NumericRoute(_chi_np(L, architecture, activation), _chi_mp(L, architecture, activation),
+                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym/sensitivity.py)",
+                        "rounding only for relu/leaky_relu/identity; composite Gauss-Legendre for E[phi'(u)^2] and the "
+                        "spec's quadrature for smooth activations", sp.Symbol("chi_L"))
+
+
+register(ClosedForm(
+    "moments.sensitivity", "Labatie's normalised sensitivity chi after L layers (vanilla, bn_feedforward: Dense, "
+                           "[BN], phi) or blocks (resnet: x + alpha (Dense, phi); bn_resnet: x + alpha (BN, phi, "
+                           "Dense)), infinite width, N(0, I) data and an isotropic input noise.",
+    (Param("L", "integer", "layers or residual blocks", structural=True, minimum=1, maximum=L_MAX),
+     Param("architecture", "choice", "network family of Labatie Secs. 5-7", choices=ARCHITECTURES),
+     Param("activation", "choice", "activation function", choices=acts.names()),
+     Param("alpha", "nonnegative", "residual branch scale (resnet, bn_resnet)", default=1.0),
+     Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01),
+     Param("sigma_w", "positive", "Kaiming gain of every Dense", default=SIGMA_W)),
+    Provenance(LABATIE, "Sec. 3.1 (normalised sensitivity), Thms 2-3, Secs. 6-7",
+               "chi^2 = (mu_2(dx_l)/mu_2(dx_0)) / (mu_2,c(x_l)/mu_2,c(x_0)); noise maps derived in "
+               "derivations/moments.py (the paper's formulas are stripped in our copy)"),
+    builder=sensitivity_case))
+
+
+def poincare_ratio(activation, a=a_):
+    """p = E[φ'(Z)²]/Var[φ(Z)], Z ~ N(0, 1), for φ(x) = x⁺ − s x⁻ (srelu: a shifted ReLU, s = 0)."""
+    s = sp.S.Zero if activation == "srelu" else (a if activation == "leaky_relu" else sp.Integer(HOMOGENEOUS[activation]))
+    return ((1 + s**2) / 2) / ((1 + s**2) / 2 - (1 - s) ** 2 / (2 * sp.pi))
+
+
+def _numeric_p(activation, backend):
+    from ..sensitivity import act_noise_factor
+    op = Act(activation)
+
+    def np_fn(a):
+        var = get("activation.var").numpy(activation=activation, sigma=1.0, a=a)
+        return np.asarray(act_noise_factor(op, np.ones(np.shape(a)), "numpy"), float) / var
+
+    def mp_fn(a):
+        var = get("activation.var").mp(mpmath.mp.dps, activation=activation, sigma=1, a=a)
+        return act_noise_factor(op, mpmath.mpf(1), "mpmath") / var
+    return np_fn if backend == "numpy" else mp_fn
+
+
+def _rate_case(kind):
+    def case(activation):
+        if activation in HOMOGENEOUS or activation == "srelu":
+            p = poincare_ratio(activation)
+            return sp.simplify(sp.log(p) / 2 if kind == "rate" else (p - 1) / 2)
+        np_p, mp_p = _numeric_p(activation, "numpy"), _numeric_p(activation, "mpmath")
+        if kind == "rate":
+            return NumericRoute(lambda a: np.log(np_p(a)) / 2, lambda a: mpmath.log(mp_p(a)) / 2,
+                                "p from activation.var and composite Gauss-Legendre E[phi'(Z)^2]", "1e-12 relative",
+                                sp.log(sp.Symbol("p")) / 2)
+        return NumericRoute(lambda a: (np_p(a) - 1) / 2, lambda a: (mp_p(a) - 1) / 2,
+                            "p from activation.var and composite Gauss-Legendre E[phi'(Z)^2]", "1e-12 relative",
+                            (sp.Symbol("p") - 1) / 2)
+    return case
+
+
+ACT_ALL = Param("activation", "choice", "activation function", choices=acts.names())
+A_PARAM = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+register(ClosedForm(
+    "moments.bn_feedforward_rate", "Exponential growth rate of chi per layer of a batch-normalised feedforward net "
+                                   "(Dense, BN, phi): chi_{l+1}/chi_l = sqrt(p), p = E[phi'(Z)^2]/Var[phi(Z)] >= 1.",
+    (ACT_ALL, A_PARAM),
+    Provenance(LABATIE, "Thm 3 (BN feedforward nets: exploding sensitivity)",
+               "rate (1/2) log p exactly per layer from layer 2 on in the width limit (derivations/moments.py)"),
+    builder=_rate_case("rate")))
+register(ClosedForm(
+    "moments.bn_resnet_exponent", "Power-law exponent beta of chi ~ L^beta for batch-normalised pre-activation "
+                                  "ResNets x + alpha Dense(phi(BN(x))): beta = (p - 1)/2, any alpha > 0.",
+    (ACT_ALL, A_PARAM),
+    Provenance(LABATIE, "Sec. 7 (BN ResNets: power-law rather than exponential evolution)",
+               "new: from V_l growing linearly and log nu_L = p log L + O(1) (derivations/moments.py)"),
+    builder=_rate_case("exponent")))

@@ -1,0 +1,105 @@
+"""Residual MLPs x_{l+1} = x_l + α·F_l(x_l): γ after L blocks and the one-block correlation map.
+
+New theory (no seed paper has it; igb-initial-guessing-bias.txt App. I.2 measures IGB in ResNets): the trunk state
+(q, c, e = 1 − c, m) of igbsym/spec.py maps through a block by igbsym/residual.py's law, derived in
+derivations/resnet.py. Architecture: N(0, I) data → Dense(σ_w) embedding → L blocks → linear readout, He-type
+weights N(0, σ_w²/fan_in), no biases. Block order 'linear-first': F = Dense → [norm if pre] → φ → [norm if post]
+(the branch ends in φ: its layer mean m_F = E φ feeds the trunk mean); 'linear-last': F = [norm] → φ → Dense
+(He et al. 2016's pre-activation ResNet; the trunk stays Gaussian with zero mean).
+"""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .. import activations as acts
+from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
+from ..registry import register
+from ..residual import BLOCKS, NORMS, resnet_ops, residual_block, trunk_states
+from ..spec import HOMOGENEOUS, SIGMA_W, State
+
+SOURCE = "moments-well-behaved-vs-pathological.txt"
+L_EXACT = 2          # nested closed form printed up to this depth for the homogeneous activations
+L_MAX = 100000
+
+alpha_ = sp.Symbol("alpha", nonnegative=True)
+a_ = sp.Symbol("a", real=True)
+sw_ = sp.Symbol("sigma_w", positive=True)
+c_ = sp.Symbol("c", real=True)
+m_ = sp.Symbol("m", real=True)
+
+L_PARAM = Param("L", "integer", "number of residual blocks", structural=True, minimum=1, maximum=L_MAX)
+ACT = Param("activation", "choice", "activation function", choices=acts.names())
+ALPHA = Param("alpha", "nonnegative", "branch scale: x + alpha F(x)")
+NORM = Param("norm", "choice", "normalisation inside the branch", choices=NORMS, default="none")
+PLACEMENT = Param("placement", "choice", "norm before (pre) or after (post) the activation (linear-first blocks)",
+                  choices=("pre", "post"), default="pre")
+ORDER = Param("order", "choice", "branch order: linear-first = Dense, [norm], phi; linear-last = [norm], phi, Dense",
+              choices=BLOCKS, default="linear-first")
+A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+SW = Param("sigma_w", "positive", "Kaiming gain of every Dense: weights N(0, sigma_w^2/fan_in)", default=SIGMA_W)
+
+ROUTE_ERROR = ("composition of the block maps: rounding only for relu/leaky_relu/identity/srelu (relative error <= "
+               "1e-13 L), the quadrature error of igbsym/spec.py per block for smooth activations")
+
+
+def _gamma_np(L, activation, norm, placement, order):
+    def fn(alpha, a, sigma_w):
+        alpha, a, sigma_w = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a, sigma_w)))
+        out = np.empty(alpha.shape)
+        for idx in np.ndindex(alpha.shape):
+            s = trunk_states(resnet_ops(L, activation, float(alpha[idx]), norm, placement, order, float(a[idx]),
+                                        float(sigma_w[idx])))[-1]
+            out[idx] = float(s.c) / float(s.e)
+        return out
+    return fn
+
+
+def _gamma_mp(L, activation, norm, placement, order):
+    def fn(alpha, a, sigma_w):
+        s = trunk_states(resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w), "mpmath")[-1]
+        return s.c / s.e
+    return fn
+
+
+def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"):
+    """Exact nested form for closed-form activations and L <= L_EXACT; else the composed numeric route."""
+    closed = activation in HOMOGENEOUS or activation == "srelu"
+    if closed and L <= L_EXACT and norm != "batchnorm":
+        s = trunk_states(resnet_ops(L, activation, alpha_, norm, placement, order, a_, sw_), "sympy")[-1]
+        return sp.simplify(s.c / s.e)
+    return NumericRoute(_gamma_np(L, activation, norm, placement, order),
+                        _gamma_mp(L, activation, norm, placement, order),
+                        f"{L}-fold composition of the residual block map (igbsym/residual.py)", ROUTE_ERROR,
+                        sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
+
+
+register(ClosedForm(
+    "resnet.gamma", "gamma of a linear readout after L residual blocks x + alpha F(x) (infinite width, N(0, I) "
+                    "data, Dense embedding, zero biases): the trunk's centred and shared second moments add.",
+    (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW),
+    Provenance(SOURCE, "Secs. 6-7 (residual nets; no formula in the seeds)",
+               "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F"),
+    builder=gamma_case))
+
+
+def corr_map_expr(activation):
+    """c' after one linear-first block without norm, from the trunk state q = 1, c, e = 1 − c, mean m (SymPy)."""
+    block = residual_block(activation, "none", "pre", "linear-first", a_, sw_)
+    from ..residual import Residual
+    out = Residual(alpha_, block).sym(State(sp.S.One, c_, 1 - c_, m_, False))
+    return sp.simplify(out.c)
+
+
+register(ClosedForm(
+    "resnet.corr_map", "One linear-first residual block (Dense, phi; no norm) maps the trunk's shared fraction c and "
+                       "layer mean m (in units of sqrt(q)) to the next c: the arc-cosine map plus the skip path.",
+    (Param("c", "real", "shared fraction c = gamma/(1+gamma) of the trunk"),
+     Param("m", "real", "trunk layer mean E[x_i] in units of sqrt(E[x_i^2])"),
+     Param("activation", "choice", "positively homogeneous activation", choices=tuple(HOMOGENEOUS)), ALPHA, A, SW),
+    Provenance(SOURCE, "Sec. 6 (residual propagation; no formula in the seeds)",
+               "new: derivations/resnet.py; homogeneity makes the map independent of q once m is in units of sqrt(q)"),
+    builder=corr_map_expr,
+    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),
+                Condition(sp.Le(m_**2, c_), "m^2 <= c (the shared second moment includes the squared mean)"))))

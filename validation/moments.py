@@ -1,0 +1,136 @@
+"""Labatie's moments measured on randomly initialised torch networks built from an architecture spec.
+
+Paper: moments-well-behaved-vs-pathological.txt Sec. 3.1. For every op output x_l of a spec (igbsym/spec.py,
+igbsym/residual.py) and a batch of inits, on a shared N(0, I) dataset with an isotropic input noise dx₀:
+    μ₂ = E[x²] (over units, data, inits), μ₂,c = E[Var_data x] (unbiased), ν = E[dx²] with dx_l the forward-mode
+    derivative (``torch.func.jvp``, not finite differences) of x_l along dx₀, r_eff = tr Σ/‖Σ‖₂ of the data
+    covariance Σ of x_l (a finite-width quantity), and γ̂_l of a linear readout (``validation.stats``).
+Weights: every Dense of the spec (including those inside residual blocks) is drawn N(0, σ_w²/fan_in) with init i
+seeded by (seed, i) alone (``validation.simulate``'s seeding scheme), so results do not depend on chunking.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from igbsym.errors import InputError
+from igbsym.residual import Residual
+from igbsym.spec import BatchNorm, Dense, Spec
+
+from .simulate import _WEIGHTS, _seed
+from .stats import Estimate, gamma_estimate, ratio_estimate
+
+
+def dense_ops(ops) -> list:
+    """Every Dense op in order, descending into residual blocks."""
+    out = []
+    for op in ops:
+        if isinstance(op, Residual):
+            out += dense_ops(op.block)
+        elif isinstance(op, Dense):
+            out.append(op)
+    return out
+
+
+def _full_batch(ops, n_data: int) -> tuple:
+    """Replace full-batch BatchNorm(None) by BatchNorm(n_data): the torch layer normalises over the whole dataset."""
+    out = []
+    for op in ops:
+        if isinstance(op, Residual):
+            op = Residual(op.alpha, _full_batch(op.block, n_data))
+        elif isinstance(op, BatchNorm) and op.B in (None, "full"):
+            op = BatchNorm(n_data)
+        out.append(op)
+    return tuple(out)
+
+
+def weights(spec: Spec, inits, seed: int, dtype=torch.float64) -> list:
+    """[len(inits), fan_in, fan_out] for every Dense (output layer last), N(0, σ_w²/fan_in)."""
+    shapes = spec.shapes()
+    sigmas = [float(op.sigma_w) for op in dense_ops(spec.all_ops())]
+    out = [torch.empty((len(inits), fi, fo), dtype=dtype) for fi, fo in shapes]
+    gen = torch.Generator()
+    for k, i in enumerate(inits):
+        gen.manual_seed(_seed(seed, _WEIGHTS, int(i)))
+        for w, (fi, _), s in zip(out, shapes, sigmas):
+            w[k].normal_(0.0, s / math.sqrt(fi), generator=gen)
+    return out
+
+
+@dataclass
+class LayerMoments:
+    """Per op output: per-init μ₂, μ₂,c, ν [I]; unit centres and data variances [I, n] (for γ̂); r_eff [I]."""
+
+    op: str
+    mu2: np.ndarray
+    mu2c: np.ndarray
+    nu: np.ndarray
+    centres: torch.Tensor
+    variances: torch.Tensor
+    r_eff: np.ndarray | None
+
+    def gamma(self, n_data: int) -> Estimate:
+        """γ̂ of a linear readout of this layer (uncentred: the layer mean counts, as for the readout)."""
+        return gamma_estimate(self.centres, self.variances, n_data)
+
+    def centred_ratio(self) -> Estimate:
+        """μ₂,c/μ₂ (ratio of means over inits, delta-method SE)."""
+        return ratio_estimate(self.mu2c, self.mu2)
+
+    def chi(self) -> Estimate:
+        """χ̂ = √(ν/μ₂,c) (input normalisation exact: ν₀ = μ₂,c(x₀) = 1 for N(0, I) data and noise)."""
+        r = ratio_estimate(self.nu, self.mu2c)
+        v = math.sqrt(r.value)
+        return Estimate(v, r.se / (2 * v), math.sqrt(max(r.lo, 0)), math.sqrt(r.hi), "delta", r.n)
+
+
+def _effective_rank(x: torch.Tensor) -> np.ndarray:
+    xc = x - x.mean(1, keepdim=True)
+    cov = xc.transpose(1, 2) @ xc / (x.shape[1] - 1)
+    return (cov.diagonal(dim1=1, dim2=2).sum(-1) / torch.linalg.matrix_norm(cov, ord=2)).numpy()
+
+
+def measure(spec: Spec, n_inits: int, n_data: int, seed: int = 0, r_eff: bool = False, init_chunk: int = 8,
+            progress=None) -> list:
+    """[LayerMoments] after every op of ``spec.ops`` (the output layer excluded)."""
+    if spec.d_in is None or any(op.width_ is None for op in dense_ops(spec.ops)):
+        raise InputError("moments.measure: the spec needs finite d_in and widths")
+    if n_inits < 2 or n_data < 2:
+        raise InputError(f"moments.measure: needs n_inits >= 2 and n_data >= 2, got {n_inits}, {n_data}")
+    ops = _full_batch(spec.ops, n_data)
+    gen = torch.Generator().manual_seed(_seed(seed, 7, 0))
+    x = torch.randn(n_data, spec.d_in, generator=gen, dtype=torch.float64)
+    dx = torch.randn(n_data, spec.d_in, generator=gen, dtype=torch.float64)
+    parts = []
+    for start in range(0, n_inits, init_chunk):
+        inits = range(start, min(n_inits, start + init_chunk))
+        ws = weights(spec, inits, seed)
+
+        def run(inp):
+            it = iter(ws)
+            h, outs = inp.expand(len(inits), *inp.shape), []
+            for op in ops:
+                h = op.batched(h, lambda: next(it))
+                outs.append(h)
+            return tuple(outs)
+
+        with torch.no_grad():
+            hs, dhs = torch.func.jvp(run, (x,), (dx,))
+        rows = []
+        for h, dh in zip(hs, dhs):
+            mean, var = h.mean(1), h.var(1)
+            rows.append((h.pow(2).mean((1, 2)).numpy(), var.mean(1).numpy(), dh.pow(2).mean((1, 2)).numpy(),
+                         mean, var, _effective_rank(h) if r_eff else None))
+        parts.append(rows)
+        if progress is not None:
+            progress(min(n_inits, start + init_chunk) / n_inits)
+    out = []
+    for k, op in enumerate(ops):
+        cols = list(zip(*[p[k] for p in parts]))
+        out.append(LayerMoments(type(op).__name__, np.concatenate(cols[0]), np.concatenate(cols[1]),
+                                np.concatenate(cols[2]), torch.cat(cols[3]), torch.cat(cols[4]),
+                                np.concatenate(cols[5]) if r_eff else None))
+    return out
