@@ -19,13 +19,13 @@ A branch that neither starts nor ends with a Dense (e.g. F = φ) correlates with
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
 
 from .errors import InputError
-from .spec import (SIGMA_W, Act, BatchNorm, Dense, LayerNorm, Op, RMSNorm, State, block_ops, compose)
+from .spec import (HOMOGENEOUS, SIGMA_W, Act, BatchNorm, Dense, LayerNorm, Op, RMSNorm, State, block_ops, compose)
 
 BLOCKS = ("linear-first", "linear-last")
 NORMS = ("none", "batchnorm", "layernorm", "rmsnorm")
@@ -142,12 +142,35 @@ def resnet_ops(L, activation="relu", alpha=1.0, norm="none", placement="pre", or
     return (Dense(width, sigma_w),) + tuple(Residual(alpha, block) for _ in range(L))
 
 
+def scale_free(ops) -> bool:
+    """True iff rescaling the state (q → q/λ, m → m/√λ) commutes with every map: Dense, norms and positively
+    homogeneous activations; a residual block only if its branch has no norm (a norm makes the branch's output
+    scale-free while the skip path keeps the trunk's scale). Such a path can be rescaled to q = 1 after every op."""
+    for op in ops:
+        if isinstance(op, Residual):
+            if any(isinstance(b, (BatchNorm, LayerNorm, RMSNorm)) for b in op.block) or not scale_free(op.block):
+                return False
+        elif isinstance(op, Act) and op.name not in HOMOGENEOUS:
+            return False
+    return True
+
+
+def rescaled(s: State) -> tuple:
+    """(the state with q = 1 and m in units of √q, the factor q it was divided by)."""
+    root = s.q ** 0.5 if not isinstance(s.q, sp.Basic) else sp.sqrt(s.q)
+    return replace(s, q=s.q / s.q, m=s.m / root), s.q
+
+
 def trunk_states(ops, backend="numpy") -> list:
-    """States after the embedding and after every residual block (starting from N(0, I) data)."""
+    """States after every op, starting from N(0, I) data. A scale-free NumPy path is rescaled to q = 1 after every
+    op (``rescaled``), so q's geometric growth through residual blocks (×(1 + α²λ) per block) never overflows."""
     from .spec import input_state, check_state
     out, s = [], input_state(backend)
+    free = backend != "sympy" and scale_free(ops)
     for op in ops:
         s = op.map(s, backend)
+        if free:
+            s = rescaled(s)[0]
         if backend == "numpy":
             check_state(s, "resnet")
         out.append(s)

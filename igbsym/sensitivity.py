@@ -88,11 +88,17 @@ def noise_factor(op, s: State, backend: str = "numpy"):
 
 
 def chi_path(ops, backend: str = "numpy") -> list:
-    """[(state, χ)] after every op, from N(0, I) data with an isotropic input noise (χ₀ = 1)."""
+    """[(state, χ)] after every op, from N(0, I) data with an isotropic input noise (χ₀ = 1). A scale-free path
+    is rescaled to q = 1 after every op with ν divided by the same factor (χ² = ν/(e q) is unchanged)."""
+    from .residual import rescaled, scale_free
     s, nu, out = input_state(backend), 1, []
+    free = backend != "sympy" and scale_free(ops)
     for op in ops:
         nu = nu * noise_factor(op, s, backend)
         s = op.map(s, backend)
+        if free:
+            s, factor = rescaled(s)
+            nu = nu / factor
         chi2 = nu / (s.e * s.q)
         out.append((s, sp.sqrt(chi2) if backend == "sympy" else (mpmath.sqrt(chi2) if backend == "mpmath"
                                                                  else np.sqrt(chi2))))
