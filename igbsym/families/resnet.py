@@ -101,5 +101,4 @@ register(ClosedForm(
     Provenance(SOURCE, "Sec. 6 (residual propagation; no formula in the seeds)",
                "new: derivations/resnet.py; homogeneity makes the map independent of q once m is in units of sqrt(q)"),
     builder=corr_map_expr,
-    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),
-                Condition(sp.Le(m_**2, c_), "m^2 <= c (the shared second moment includes the squared mean)"))))
+    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),)))
