@@ -603,34 +603,35 @@ def _mp_gauss(f, sd):
 
 
 def _mp_smooth(op, q, c, e):
-    """Nested mpmath quadrature at the working precision; V = S − P at extra precision (the digits lost to the
-    cancellation), or the 2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error s⁴)."""
+    """Nested mpmath quadrature; V = S − P at extra precision (the digits lost to the cancellation), or the
+    2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error ~ s⁴ < 10^(−dps))."""
     if not (mpmath.isfinite(q) and q <= Q_MAX):
         raise NumericalError(f"the second moment q = {mpmath.nstr(q, 3)} entering a smooth activation is outside the "
                              f"quadrature route's range q <= {Q_MAX:g} (sigma_w too large for this depth)")
     fn, a = acts.get(op.name).mp, mpmath.mpf(op.a)
     f = lambda x: fn(x, a, 0)  # noqa: E731
-    sd = mpmath.sqrt(q)
-    M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)
-    S = _mp_gauss(lambda x: f(x) ** 2, sd)
-    if c == 0:
-        return State(S, M * M / S, _mp_gauss(lambda x: (f(x) - M) ** 2, sd) / S, M, False, d=mpmath.mpf(0))
-    s2, dps = e * q, mpmath.mp.dps
-    if s2 < mpmath.mpf(10) ** (-(dps // 2) - 2):
-        derivs = _derivatives(op.name, "mpmath")
-
-        def taylor(mu):
-            f1, f2, f3 = derivs(mu)
-            return s2 * f1 * f1 + s2 * s2 * (f2 * f2 / 2 + f1 * f3)
-        V = _mp_gauss(taylor, mpmath.sqrt(c * q))
-        return State(S, (S - V) / S, V / S, M, False, d=(S - V - M * M) / S)
-    extra = max(0, int(-mpmath.log10(s2) / 2)) + 5
+    sd, dps = mpmath.sqrt(q), mpmath.mp.dps
+    s2 = e * q
+    taylor = c != 0 and s2 < mpmath.mpf(10) ** (-(dps // 2) - 2)
+    extra = 5 if (c == 0 or taylor) else max(0, int(-mpmath.log10(s2) / 2)) + 5
     with mpmath.workdps(dps + extra):
-        s, sdm = mpmath.sqrt(s2), mpmath.sqrt(c * q)
-        S2 = _mp_gauss(lambda x: f(x) ** 2, sd)
-        P = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x), s) ** 2, sdm)
-        V, D = S2 - P, P - M * M
-        return State(+S, +(P / S2), +(V / S2), +M, False, d=+(D / S2))
+        M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)
+        S = _mp_gauss(lambda x: f(x) ** 2, sd)
+        if c == 0:
+            V, D = _mp_gauss(lambda x: (f(x) - M) ** 2, sd), mpmath.mpf(0)
+        elif taylor:
+            derivs = _derivatives(op.name, "mpmath")
+
+            def series(mu):
+                f1, f2, f3 = derivs(mu)
+                return s2 * f1 * f1 + s2 * s2 * (f2 * f2 / 2 + f1 * f3)
+            V = _mp_gauss(series, mpmath.sqrt(c * q))
+            D = S - V - M * M
+        else:
+            s = mpmath.sqrt(s2)
+            P = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x), s) ** 2, mpmath.sqrt(c * q))
+            V, D = S - P, P - M * M
+        return State(+S, +((S - V) / S), +(V / S), +M, False, d=+(D / S))
 
 
 # --------------------------------------------------------------------------------------------- composition
