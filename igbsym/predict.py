@@ -1,27 +1,89 @@
-"""``igbsym predict``: γ per layer, the law of G0 and the regime for an MLP architecture.
+"""``igbsym predict``: γ per layer, the law of G0 and the regime of an architecture (an ``igbsym.spec.Spec``).
 
-The architecture is L hidden blocks ``Linear(no bias) → [norm if pre] → φ → [norm if post] → [MaxPool1d(K)]`` and a
-linear output layer (validation/simulate.py's NetSpec). γ after hidden layer l is ``depth.gamma(L=l, ...)``
-(igbsym/families/depth.py); BatchNorm's mini-batch value comes from ``bn.gamma_canonical`` and max-pooling from
-``maxpool.gamma`` / ``maxpool.mean`` / ``maxpool.var``, looked up at run time.
+``predict(spec) -> Prediction`` is the Python API: γ and c = γ/(1+γ) after every hidden layer (at the next
+layer's pre-activations, the output last), the regime and quantiles of f_G0 at the output. For an MLP built by
+``NetSpec`` it is ``depth.gamma(L=l, ...)`` for l = 1..L (the same composed maps, with the fixed-point stop that
+makes any depth cheap); other specs compose their ops' maps (igbsym/spec.py). BatchNorm's mini-batch value comes
+from ``bn.gamma_canonical`` and max-pooling from ``maxpool.mean`` / ``maxpool.var``, looked up at run time.
+The CLI (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w --json
+--plot``) builds the NetSpec and prints the Prediction.
 """
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from . import activations as acts
+from . import spec as S
 from .errors import InputError
 from .families import depth
 from .registry import get
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-KAIMING = math.sqrt(2.0)
+KAIMING = S.SIGMA_W
 
 
-def _validate(args):
+@dataclass
+class Prediction:
+    """γ and c per hidden layer (``layers``: dicts layer, gamma, c), the output γ, c, regime and f_G0 summary."""
+
+    spec: S.Spec
+    layers: list
+    gamma: float
+    c: float
+    regime: str
+    f_G0: dict
+    source: str = "depth.gamma (infinite width, N(0, I) data, zero biases); igbsym show depth.gamma"
+
+    @property
+    def gammas(self) -> list:
+        return [r["gamma"] for r in self.layers]
+
+    def to_dict(self) -> dict:
+        """What ``--json`` prints: the MLP's keyword values, the layers and the output summary."""
+        mlp = self.spec.mlp or {}
+        act = mlp.get("activation")
+        out = {"activation": act, "depth": len(self.layers), "norm": mlp.get("norm") or "none",
+               "placement": mlp.get("placement") if mlp.get("norm") else None, "pool": mlp.get("pool"),
+               "batch_size": mlp.get("bn_batch"), "a": mlp.get("a") if act == "leaky_relu" else None,
+               "sigma_w": mlp.get("sigma_w")}
+        out.update({k: v for k, v in asdict(self).items() if k != "spec"})
+        return out
+
+
+def predict(spec: S.Spec) -> Prediction:
+    """γ per hidden layer of ``spec`` and the law of G0 at its output (module docstring)."""
+    if not isinstance(spec, S.Spec):
+        raise InputError(f"predict: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
+    mlp = spec.mlp
+    try:
+        if mlp is not None and not (mlp["pool"] and mlp["pool"] > 1):
+            bn = mlp["bn_batch"] if mlp["norm"] == "batchnorm" and mlp["bn_batch"] not in (None, "full") else np.inf
+            gammas = depth.np_path(len(mlp["widths"]), mlp["activation"], mlp["norm"] or "none", mlp["placement"],
+                                   mlp["a"], mlp["sigma_w"], bn, where="predict")
+        else:
+            gammas = spec.gammas("numpy")
+    except InputError as exc:
+        msg = str(exc)
+        if mlp is not None and mlp["pool"] and mlp["pool"] > 1 and "--pool" not in msg:
+            msg = f"--pool {mlp['pool']}: {msg}"
+        raise InputError(msg if msg.startswith("predict") else f"predict: {msg}") from None
+    gammas = [float(g) for g in gammas]
+    g_out = gammas[-1]
+    from .law import regime
+    quant = get("igb.quantile")
+    summary = {f"q{int(100 * p):02d}": float(quant.numpy(p=p, gamma=g_out)) for p in QUANTILES}
+    summary["p_outside_0.1_0.9"] = float(get("igb.p_outside").numpy(gamma=g_out, q=0.1))
+    cs = np.atleast_1d(get("igb.corr").numpy(gamma=np.array(gammas)))
+    return Prediction(spec, [{"layer": i + 1, "gamma": g, "c": float(c)} for i, (g, c) in enumerate(zip(gammas, cs))],
+                      g_out, float(cs[-1]), regime(g_out), summary)
+
+
+def spec_from_args(args) -> S.Spec:
+    """The NetSpec of the CLI arguments (infinite widths), after the CLI's own checks."""
     if args.activation not in acts.names():
         raise InputError(f"predict: unknown activation {args.activation!r}; allowed: {', '.join(acts.names())}")
     if args.depth is None or args.depth < 1 or args.depth > depth.L_MAX:
@@ -39,51 +101,19 @@ def _validate(args):
                          "--norm batchnorm only")
     if args.pool is not None and args.pool < 1:
         raise InputError(f"predict: --pool {args.pool} is not allowed; allowed: a max-pool kernel >= 1")
+    if args.pool is not None and args.pool > 1 and args.depth > 1:
+        raise InputError("predict: --pool is predicted for --depth 1 only (deeper pooled nets need the k-node centre "
+                         "integral)")
     sw = KAIMING if args.sigma_w is None else args.sigma_w
     if not (math.isfinite(sw) and sw > 0) or not math.isfinite(args.a):
-        raise InputError("predict: --sigma-w must be a finite number > 0 and --a finite")
-    return sw
-
-
-def _pooled(args, sw):
-    """γ of one hidden layer followed by MaxPool1d(K) (layer-1 units are identically distributed)."""
-    k, act, n, pl = args.pool, args.activation, args.norm, args.placement
-    if args.depth > 1 or n == "batchnorm":
-        raise InputError("predict: --pool is predicted for --depth 1 without batchnorm only (deeper pooled nets need "
-                         "the k-node centre integral; mini-batch BN units are not Gaussian)")
+        raise InputError(f"predict: --sigma-w {sw:g} / --a {args.a:g} not allowed; allowed: --sigma-w a finite number "
+                         "> 0, --a finite")
     try:
-        if n == "layernorm" and pl == "post":     # LN centres the units by their common mean, then the max is taken
-            m = float(get("activation.mean").numpy(activation=act, sigma=sw, a=args.a))
-            mean = float(get("maxpool.mean").numpy(k=k, sigma=sw, activation=act))
-            return [(mean - m) ** 2 / float(get("maxpool.var").numpy(k=k, sigma=sw, activation=act))]
-        return [float(get("maxpool.gamma").numpy(k=k, activation=act))]   # scale-free for identity / relu
+        return S.NetSpec(None, (None,) * args.depth, args.activation, args.a, sigma_w=sw, pool=args.pool,
+                         norm=None if args.norm == "none" else args.norm, placement=args.placement,
+                         bn_batch=args.batch_size)
     except InputError as exc:
-        raise InputError(f"predict: --pool {k}: {exc}") from None
-
-
-def predict(args) -> dict:
-    """The prediction as a dict (what ``--json`` prints)."""
-    sw = _validate(args)
-    B = float(args.batch_size) if args.batch_size is not None else math.inf
-    if args.pool is not None and args.pool > 1:
-        gammas = _pooled(args, sw)
-    else:
-        path = depth.np_path(args.depth, args.activation, args.norm, args.placement, args.a, sw, B)
-        gammas = [float(g) for g in path]
-    g_out = gammas[-1]
-    from .law import regime
-    quant = get("igb.quantile")
-    summary = {f"q{int(100 * p):02d}": float(quant.numpy(p=p, gamma=g_out)) for p in QUANTILES}
-    summary["p_outside_0.1_0.9"] = float(get("igb.p_outside").numpy(gamma=g_out, q=0.1))
-    corr = get("igb.corr")
-    return {
-        "activation": args.activation, "depth": args.depth, "norm": args.norm,
-        "placement": args.placement if args.norm != "none" else None, "pool": args.pool,
-        "batch_size": args.batch_size, "a": args.a if args.activation == "leaky_relu" else None, "sigma_w": sw,
-        "layers": [{"layer": i + 1, "gamma": g, "c": float(corr.numpy(gamma=g))} for i, g in enumerate(gammas)],
-        "gamma": g_out, "c": float(corr.numpy(gamma=g_out)), "regime": regime(g_out), "f_G0": summary,
-        "source": "depth.gamma (infinite width, N(0, I) data, zero biases); igbsym show depth.gamma",
-    }
+        raise InputError(f"predict: {exc}") from None
 
 
 def _text(res: dict) -> str:
@@ -103,7 +133,10 @@ def _text(res: dict) -> str:
 
 def plot(res: dict, path: str) -> None:
     """f_G0 of the output (and of one hidden layer, dotted) beside γ per layer."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ModuleNotFoundError:
+        raise InputError("predict: --plot needs matplotlib; install the validation extra: pip install 'igbsym[validation]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -126,9 +159,9 @@ def plot(res: dict, path: str) -> None:
 
 
 def run(args) -> None:
-    res = predict(args)
-    print(json.dumps(res, indent=2) if args.json else _text(res))
+    res = predict(spec_from_args(args)).to_dict()
     if args.plot:
         plot(res, args.plot)
-        if not args.json:
-            print(f"wrote {args.plot}")
+    print(json.dumps(res, indent=2) if args.json else _text(res))
+    if args.plot and not args.json:
+        print(f"wrote {args.plot}")

@@ -75,6 +75,7 @@ Q_MAX = 100.0          # the quadrature route's range in q (second moment enteri
 Q_LINEAR = 1e-60       # below this q a smooth φ with φ(0) = 0 is linear to double precision
 E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range
 TAYLOR_S = 1e-4        # inner noise sd below which Var_ξ φ(μ+ξ) is its 2-term Taylor series (rel. error ~ s⁴)
+SMALL_SD = 1e-3        # below this √q, E φ(√q Z) is its Taylor series φ(0) + φ''(0)q/2 + φ''''(0)q²/8
 QUAD_ERROR = ("composite 8-point Gauss-Legendre on z in [-13, 13] (panels <= min(0.25, 0.4 scale/sd)) for E[phi], "
               "E[phi^2] and both levels of P = E_mu[(E_xi phi(mu+xi))^2], V = E_mu[Var_xi phi(mu+xi)] (two-pass; "
               "2-term Taylor series in the noise sd s < 1e-4): relative error <= 1e-11 per layer for q <= 100 "
@@ -364,9 +365,9 @@ def slope_ratio(s):
 
 @lru_cache(maxsize=None)
 def _derivatives(name: str, module: str):
-    """(φ', φ'', φ''') of a smooth activation, lambdified for ``numpy`` or ``mpmath``."""
+    """The derivatives of orders 1-4 of a smooth activation, lambdified for ``numpy`` or ``mpmath``."""
     x = acts.x_
-    ds = [sp.diff(acts.get(name).expr, x, k) for k in (1, 2, 3)]
+    ds = [sp.diff(acts.get(name).expr, x, k) for k in (1, 2, 3, 4)]
     return sp.lambdify(x, ds, modules=NUMPY_MODULES if module == "numpy" else MPMATH_MODULES)
 
 
@@ -561,28 +562,39 @@ def _np_smooth(op, q, c, e):
     out = np.empty((5,) + q.shape)
     for i in np.ndindex(q.shape):
         out[(slice(None),) + i] = _np_smooth_point(op, f, derivs, float(q[i]), float(c[i]), float(e[i]), float(a[i]))
-    S, P, V, M, D = out
-    return State(S, P / S, V / S, M, False, d=D / S)
+    S, c2, e2, M, d2 = out
+    return State(S, c2, e2, M, False, d=d2)
 
 
 def _np_smooth_point(op, f, derivs, q, c, e, a):
+    """(S, c', e', M, d') at one point: c' = P/S, e' = V/S, d' = (P − M²)/S."""
     sd = math.sqrt(q)
-    if q < Q_LINEAR and float(acts.get(op.name).numpy(np.float64(0.0), a, 0.0)) == 0.0:
-        slope0 = float(derivs(np.float64(0.0))[0])       # φ linear on the scale √q: moments of slope0·u
-        return slope0**2 * q, slope0**2 * q * c, slope0**2 * q * e, 0.0, slope0**2 * q * c
+    f0 = float(f(np.float64(0.0), a, 0.0))
+    g1, g2, g3, g4 = (float(v) for v in derivs(np.float64(0.0)))
+    if q < Q_LINEAR and f0 == 0.0:           # φ linear on the scale √q: (c, e) unchanged
+        return g1 * g1 * q, c, e, g2 * q / 2, c
     z, w = _nodes(min(0.25, 0.4 / max(sd, 1e-300)))
     y = f(sd * z, a, 0.0)
-    M = 0.0 if op.odd else y @ w
+    M = 0.0 if op.odd else (y @ w if sd >= SMALL_SD else f0 + g2 * q / 2 + g4 * q * q / 8)  # Taylor: no cancellation
     S = (y * y) @ w
     if c == 0:
-        return S, M * M, ((y - M) ** 2) @ w, M, 0.0
+        if sd < TAYLOR_S:                     # Var φ(√q Z) by its Taylor series: no cancellation as q → 0
+            V = q * g1 * g1 + q * q * (g2 * g2 / 2 + g1 * g3)
+        else:
+            V = ((y - M) ** 2) @ w
+        return S, M * M / S, V / S, M, 0.0
     s, sdm = math.sqrt(e * q), math.sqrt(c * q)
     zo, wo = _nodes(min(0.25, 0.4 * max(s, 1.0) / sdm))
     mu = sdm * zo
     if s < TAYLOR_S:
-        f1, f2, f3 = (np.asarray(v, float) + 0 * mu for v in derivs(mu))
+        f1, f2, f3, _ = (np.asarray(v, float) + 0 * mu for v in derivs(mu))
         V = (s * s * f1 * f1 + s**4 * (f2 * f2 / 2 + f1 * f3)) @ wo
-        return S, S - V, V, M, S - V - M * M
+        if c > 0.5:
+            return S, (S - V) / S, V / S, M, (S - V - M * M) / S
+        # c <= 1/2 forces q = s²/(1 − c) < 2e-8: P − M² = Σ_k (cq)^k/k! (E φ^(k)(u))² (Mehler), error (cq)^4
+        ak = [(np.asarray(v, float) + 0 * z) @ w for v in derivs(sd * z)[:3]]
+        D = sum((c * q) ** k / math.factorial(k) * ak[k - 1] ** 2 for k in (1, 2, 3))
+        return S, (M * M + D) / S, V / S, M, D / S
     zi, wi = _nodes(min(0.25, 0.4 / s))
     P = V = D = 0.0
     step = max(1, (1 << 21) // zi.size)
@@ -592,7 +604,7 @@ def _np_smooth_point(op, f, derivs, q, c, e, a):
         P += (m * m) @ wo[lo:lo + step]
         D += ((m - M) ** 2) @ wo[lo:lo + step]
         V += (((vals - m[:, None]) ** 2) @ wi) @ wo[lo:lo + step]
-    return S, P, V, M, D
+    return S, P / S, V / S, M, D / S
 
 
 def _mp_gauss(f, sd):
@@ -603,34 +615,35 @@ def _mp_gauss(f, sd):
 
 
 def _mp_smooth(op, q, c, e):
-    """Nested mpmath quadrature at the working precision; V = S − P at extra precision (the digits lost to the
-    cancellation), or the 2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error s⁴)."""
+    """Nested mpmath quadrature; V = S − P at extra precision (the digits lost to the cancellation), or the
+    2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error ~ s⁴ < 10^(−dps))."""
     if not (mpmath.isfinite(q) and q <= Q_MAX):
         raise NumericalError(f"the second moment q = {mpmath.nstr(q, 3)} entering a smooth activation is outside the "
                              f"quadrature route's range q <= {Q_MAX:g} (sigma_w too large for this depth)")
     fn, a = acts.get(op.name).mp, mpmath.mpf(op.a)
     f = lambda x: fn(x, a, 0)  # noqa: E731
-    sd = mpmath.sqrt(q)
-    M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)
-    S = _mp_gauss(lambda x: f(x) ** 2, sd)
-    if c == 0:
-        return State(S, M * M / S, _mp_gauss(lambda x: (f(x) - M) ** 2, sd) / S, M, False, d=mpmath.mpf(0))
-    s2, dps = e * q, mpmath.mp.dps
-    if s2 < mpmath.mpf(10) ** (-(dps // 2) - 2):
-        derivs = _derivatives(op.name, "mpmath")
-
-        def taylor(mu):
-            f1, f2, f3 = derivs(mu)
-            return s2 * f1 * f1 + s2 * s2 * (f2 * f2 / 2 + f1 * f3)
-        V = _mp_gauss(taylor, mpmath.sqrt(c * q))
-        return State(S, (S - V) / S, V / S, M, False, d=(S - V - M * M) / S)
-    extra = max(0, int(-mpmath.log10(s2) / 2)) + 5
+    sd, dps = mpmath.sqrt(q), mpmath.mp.dps
+    s2 = e * q
+    taylor = c != 0 and s2 < mpmath.mpf(10) ** (-(dps // 2) - 2)
+    extra = 5 if (c == 0 or taylor) else max(0, int(-mpmath.log10(s2) / 2)) + 5
     with mpmath.workdps(dps + extra):
-        s, sdm = mpmath.sqrt(s2), mpmath.sqrt(c * q)
-        S2 = _mp_gauss(lambda x: f(x) ** 2, sd)
-        P = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x), s) ** 2, sdm)
-        V, D = S2 - P, P - M * M
-        return State(+S, +(P / S2), +(V / S2), +M, False, d=+(D / S2))
+        M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)
+        S = _mp_gauss(lambda x: f(x) ** 2, sd)
+        if c == 0:
+            V, D = _mp_gauss(lambda x: (f(x) - M) ** 2, sd), mpmath.mpf(0)
+        elif taylor:
+            derivs = _derivatives(op.name, "mpmath")
+
+            def series(mu):
+                f1, f2, f3, _ = derivs(mu)
+                return s2 * f1 * f1 + s2 * s2 * (f2 * f2 / 2 + f1 * f3)
+            V = _mp_gauss(series, mpmath.sqrt(c * q))
+            D = S - V - M * M
+        else:
+            s = mpmath.sqrt(s2)
+            P = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x), s) ** 2, mpmath.sqrt(c * q))
+            V, D = S - P, P - M * M
+        return State(+S, +((S - V) / S), +(V / S), +M, False, d=+(D / S))
 
 
 # --------------------------------------------------------------------------------------------- composition

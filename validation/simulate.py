@@ -2,8 +2,11 @@
 
 API (stable; other check modules rely on these names)
 ------------------------------------------------------
-``NetSpec(d_in, widths, activation='relu', a=0.01, weight_law='normal', sigma_w=1.0, pool=None, norm=None,
-placement='pre', bn_batch=None, n_classes=2, srelu_shift=None)``
+The architecture is ``igbsym.spec.Spec`` (one spec for prediction and simulation): ``simulate`` runs any Spec
+whose ops have a torch module (Dense, Act, BatchNorm(B) with finite B, LayerNorm, RMSNorm, MaxPool, and any op
+implementing ``batched``/``torch``). ``NetSpec`` (re-exported from igbsym.spec) builds the MLP:
+``NetSpec(d_in, widths, activation='relu', a=0.01, weight_law='normal', sigma_w=SIGMA_W (= √2), pool=None,
+norm=None, placement='pre', bn_batch=None, n_classes=2, srelu_shift=None)``
     Hidden layer l is ``Linear(no bias) → [norm if placement='pre'] → activation → [norm if placement='post']
     → [MaxPool1d(pool)]``; then an output ``Linear(no bias)`` to ``n_classes`` nodes. Weights of every layer
     (output included) are i.i.d. with variance ``sigma_w**2 / fan_in``: 'normal' (Kaiming normal, kurtosis 3),
@@ -52,13 +55,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from igbsym import activations as acts
+from igbsym import spec as spec_mod
 from igbsym.errors import InputError
+from igbsym.spec import WEIGHT_LAWS, BatchNorm, Dense, NetSpec, Spec  # noqa: F401  (NetSpec: the public builder)
 
 from .device import resolve_device
 
-ACTIVATIONS = ("relu", "leaky_relu", "identity", "tanh", "erf", "sigmoid", "gelu", "silu", "srelu")
-WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # law -> kurtosis
-NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
+ACTIVATIONS = acts.names()
+NORMS = spec_mod.NORMS
 DATA_LAWS = ("gaussian", "uniform", "laplace", "student")
 BLOCK = 4096                       # rows per seeded data block
 _WEIGHTS, _DATA, _FRESH = 1, 2, 3   # seed streams
@@ -75,82 +80,20 @@ def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
-@dataclass(frozen=True)
-class NetSpec:
-    """An untrained MLP architecture (see module docstring). Bad values raise InputError at construction."""
-
-    d_in: int
-    widths: tuple
-    activation: str = "relu"
-    a: float = 0.01
-    weight_law: str = "normal"
-    sigma_w: float = 1.0
-    pool: int | None = None
-    norm: str | None = None
-    placement: str = "pre"
-    bn_batch: int | None = None
-    n_classes: int = 2
-    srelu_shift: float | None = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "widths", tuple(self.widths) if not _is_int(self.widths) else (self.widths,))
-        if not _is_int(self.d_in) or self.d_in < 1:
-            _fail(f"NetSpec: d_in must be a positive integer, got {self.d_in!r}")
-        if not self.widths or any(not _is_int(w) or w < 1 for w in self.widths):
-            _fail(f"NetSpec: widths must be positive integers (at least one hidden layer), got {self.widths!r}")
-        if self.activation not in ACTIVATIONS:
-            _fail(f"NetSpec: unknown activation {self.activation!r}; allowed: {', '.join(ACTIVATIONS)}")
-        if self.weight_law not in WEIGHT_LAWS:
-            _fail(f"NetSpec: unknown weight_law {self.weight_law!r}; allowed: {', '.join(WEIGHT_LAWS)}")
-        if not (isinstance(self.sigma_w, (int, float)) and math.isfinite(self.sigma_w) and self.sigma_w > 0):
-            _fail(f"NetSpec: sigma_w must be a positive finite number, got {self.sigma_w!r}")
-        if not math.isfinite(float(self.a)):
-            _fail(f"NetSpec: leaky slope a must be finite, got {self.a!r}")
-        if self.pool is not None:
-            if not _is_int(self.pool) or self.pool < 1:
-                _fail(f"NetSpec: pool (max-pool kernel) must be a positive integer or None, got {self.pool!r}")
-            if any(w % self.pool for w in self.widths):
-                _fail(f"NetSpec: every width must be divisible by the pool kernel {self.pool}, got {self.widths}")
-        if self.norm not in NORMS:
-            _fail(f"NetSpec: unknown norm {self.norm!r}; allowed: None, batchnorm, layernorm, rmsnorm")
-        if self.placement not in ("pre", "post"):
-            _fail(f"NetSpec: placement must be 'pre' or 'post' (norm before/after activation), got "
-                  f"{self.placement!r}")
-        if self.norm == "batchnorm" and (not _is_int(self.bn_batch) or self.bn_batch < 2):
-            _fail(f"NetSpec: batchnorm needs an integer bn_batch >= 2, got {self.bn_batch!r}")
-        if not _is_int(self.n_classes) or self.n_classes < 2:
-            _fail(f"NetSpec: n_classes must be an integer >= 2, got {self.n_classes!r}")
-
-    @property
-    def batch(self) -> int:
-        """Rows that must be processed together (the BN batch, else 1)."""
-        return self.bn_batch if self.norm == "batchnorm" else 1
-
-    def shapes(self) -> list:
-        """(fan_in, fan_out) of every Linear layer, the output layer last."""
-        k = self.pool or 1
-        ins = [self.d_in] + [w // k for w in self.widths]
-        return list(zip(ins, list(self.widths) + [self.n_classes]))
-
-    def shift(self) -> float:
-        """The srelu shift: the ReLU mean σ/√(2π) of a nominal N(0, σ²) pre-activation."""
-        if self.srelu_shift is not None:
-            return float(self.srelu_shift)
-        sigma = 1.0 if (self.norm is not None and self.placement == "pre") else self.sigma_w
-        return sigma / math.sqrt(2 * math.pi)
+def layer_stages(spec: Spec) -> list:
+    """Per hidden layer, the stage names of its ops in order ('pre' for its Dense, then 'norm', 'act', 'pool')."""
+    out = []
+    for op in spec.ops:
+        if isinstance(op, Dense):
+            out.append([])
+        out[-1].append(op.stage)
+    return [tuple(st) for st in out]
 
 
-def stages(spec: NetSpec) -> tuple:
-    """The recorded stages of each hidden layer, in order."""
-    out = ["pre"]
-    if spec.norm and spec.placement == "pre":
-        out.append("norm")
-    out.append("act")
-    if spec.norm and spec.placement == "post":
-        out.append("norm")
-    if spec.pool and spec.pool > 1:
-        out.append("pool")
-    return tuple(out)
+def stages(spec: Spec) -> tuple:
+    """The recorded stages of a hidden layer, in order (an MLP's layers all have the same stages)."""
+    per = layer_stages(spec)
+    return tuple(dict.fromkeys(name for st in per for name in st))
 
 
 def _seed(seed: int, stream: int, index: int) -> int:
@@ -221,7 +164,20 @@ def fresh_rows(d: int, law: str, seed: int, inits, start: int, stop: int, device
 
 
 # --------------------------------------------------------------------------------------------- network
-def sample_weights(spec: NetSpec, inits, seed: int, device=None, dtype=torch.float32) -> list:
+def _gains(spec: Spec) -> list:
+    """σ_w of every Dense in order (the output layer's last)."""
+    out = []
+
+    def walk(ops):
+        for op in ops:
+            if isinstance(op, Dense):
+                out.append(float(op.sigma_w))
+            walk(getattr(op, "block", ()))
+    walk(spec.all_ops())
+    return out
+
+
+def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float32) -> list:
     """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone."""
     device = resolve_device(device) if not isinstance(device, torch.device) else device
     shapes = spec.shapes()
@@ -229,8 +185,8 @@ def sample_weights(spec: NetSpec, inits, seed: int, device=None, dtype=torch.flo
     gen = torch.Generator(device=device)
     for k, i in enumerate(inits):
         gen.manual_seed(_seed(seed, _WEIGHTS, int(i)))
-        for w, (fi, _) in zip(out, shapes):
-            s = spec.sigma_w / math.sqrt(fi)
+        for w, (fi, _), gain in zip(out, shapes, _gains(spec)):
+            s = gain / math.sqrt(fi)
             if spec.weight_law == "normal":
                 w[k].normal_(0.0, s, generator=gen)
             elif spec.weight_law == "uniform":
@@ -240,95 +196,42 @@ def sample_weights(spec: NetSpec, inits, seed: int, device=None, dtype=torch.flo
     return out
 
 
-def activation(spec: NetSpec, h: torch.Tensor, inplace: bool = False) -> torch.Tensor:
-    """The activation of ``spec`` (torch's own functions; ``inplace`` overwrites h where torch allows)."""
-    name = spec.activation
-    if name == "identity":
-        return h
-    if name == "leaky_relu":
-        return F.leaky_relu(h, spec.a, inplace=inplace)
-    if name == "srelu":
-        return (torch.relu_(h) if inplace else torch.relu(h)).sub_(spec.shift())
-    if name == "gelu":
-        return F.gelu(h)
-    if inplace:
-        return {"relu": torch.relu_, "tanh": torch.tanh_, "erf": torch.erf_, "sigmoid": torch.sigmoid_,
-                "silu": lambda t: F.silu(t, inplace=True)}[name](h)
-    return {"relu": torch.relu, "tanh": torch.tanh, "erf": torch.erf, "sigmoid": torch.sigmoid,
-            "silu": F.silu}[name](h)
-
-
-def _norm(spec: NetSpec, h: torch.Tensor) -> torch.Tensor:
-    """The real torch.nn normalisation layer applied to h [I, N, n] (per init; BN over consecutive batches)."""
-    n_init, n, width = h.shape
-    kw = dict(device=h.device, dtype=h.dtype)
-    if spec.norm == "layernorm":
-        return nn.LayerNorm(width, elementwise_affine=False, **kw)(h)
-    if spec.norm == "rmsnorm":
-        return nn.RMSNorm(width, elementwise_affine=False, **kw)(h)
-    b = spec.bn_batch
-    y = h.reshape(n_init, n // b, b, width).permute(2, 0, 1, 3).reshape(b, -1)
-    y = nn.BatchNorm1d(y.shape[1], affine=False, track_running_stats=False, **kw)(y)
-    return y.reshape(b, n_init, n // b, width).permute(1, 2, 0, 3).reshape(n_init, n, width)
-
-
-def forward(spec: NetSpec, weights: list, x: torch.Tensor, on_stage=None, first=None) -> torch.Tensor:
+def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=None) -> torch.Tensor:
     """Batched forward pass: outputs [I, N, C]. ``x`` is [N, d] (shared by all inits) or [I, N, d].
 
-    ``on_stage(layer, stage, h)`` sees every hidden tensor [I, N, n]. ``first`` (optional) replaces the
-    first Linear: a precomputed [I, N, n] pre-activation (the Gaussian shortcut).
+    Each op of ``spec`` runs through its ``batched`` method (Dense: one bmm for all inits). ``on_stage(layer,
+    stage, h)`` sees every hidden tensor [I, N, n]. ``first`` (optional) replaces the first Dense: a precomputed
+    [I, N, n] pre-activation (the Gaussian shortcut).
     """
     n_init = weights[0].shape[0]
-    if first is not None:
-        h = first
-    else:
-        h = torch.bmm(x.expand(n_init, *x.shape) if x.dim() == 2 else x, weights[0])
-    for layer in range(len(spec.widths)):
-        if layer:
-            h = torch.bmm(h, weights[layer])
-        for stage in stages(spec):
-            if stage == "norm":
-                h = _norm(spec, h)
-            elif stage == "act":
-                h = activation(spec, h, inplace=True)
-            elif stage == "pool":
-                h = nn.MaxPool1d(spec.pool)(h.reshape(-1, 1, h.shape[-1])).reshape(n_init, h.shape[1], -1)
-            if on_stage is not None:
-                on_stage(layer, stage, h)
+    h = x.expand(n_init, *x.shape) if x.dim() == 2 else x
+    it = iter(weights[:-1])
+    layer = -1
+    for k, op in enumerate(spec.ops):
+        if isinstance(op, Dense):
+            layer += 1
+        if k == 0 and first is not None:
+            next(it)
+            h = first
+        else:
+            h = op.batched(h, lambda: next(it))
+        if on_stage is not None:
+            on_stage(layer, op.stage, h)
     return torch.bmm(weights[-1].transpose(1, 2), h.transpose(1, 2)).transpose(1, 2).contiguous()  # (Vᵀhᵀ)ᵀ: faster
 
 
-class _Act(nn.Module):
-    def __init__(self, spec):
-        super().__init__()
-        self.spec = spec
-
-    def forward(self, h):
-        return activation(self.spec, h)
-
-
-def sequential(spec: NetSpec, weights: list, i: int) -> nn.Sequential:
-    """The reference network of init i as a torch.nn.Sequential (Linear, norm, activation, MaxPool1d)."""
-    mods = []
-    for layer, w in enumerate(weights[:-1]):
-        lin = nn.Linear(*w.shape[1:], bias=False, device=w.device, dtype=w.dtype)
-        lin.weight.data.copy_(w[i].T)
-        mods.append(lin)
-        width = w.shape[2]
-        for stage in stages(spec)[1:]:
-            if stage == "act":
-                mods.append(_Act(spec))
-            elif stage == "pool":
-                mods += [nn.Unflatten(1, (1, width)), nn.MaxPool1d(spec.pool), nn.Flatten()]
-            elif spec.norm == "batchnorm":
-                mods.append(nn.BatchNorm1d(width, affine=False, device=w.device, dtype=w.dtype))
-            elif spec.norm == "layernorm":
-                mods.append(nn.LayerNorm(width, elementwise_affine=False, device=w.device, dtype=w.dtype))
-            else:
-                mods.append(nn.RMSNorm(width, elementwise_affine=False, device=w.device, dtype=w.dtype))
-    out = nn.Linear(*weights[-1].shape[1:], bias=False, device=weights[-1].device, dtype=weights[-1].dtype)
-    out.weight.data.copy_(weights[-1][i].T)
-    return nn.Sequential(*mods, out).train()
+def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
+    """The reference network of init i as a torch.nn.Sequential of each op's own torch module."""
+    mods, n, k = [], spec.d_in, 0
+    for op in spec.all_ops():
+        w = weights[min(k, len(weights) - 1)]
+        mod = op.torch(n, w.device, w.dtype)
+        if isinstance(op, Dense):
+            mod.weight.data.copy_(weights[k][i].T)
+            k += 1
+        mods.append(mod)
+        n = op.width(n)
+    return nn.Sequential(*mods).train()
 
 
 # --------------------------------------------------------------------------------------------- statistics
@@ -385,7 +288,7 @@ class _Moments:
 
 @dataclass
 class SimResult:
-    spec: NetSpec
+    spec: Spec
     n_inits: int
     n_data: int
     seed: int
@@ -410,8 +313,12 @@ class SimResult:
 
 
 def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law, first_init=0):
-    if not isinstance(spec, NetSpec):
-        _fail(f"simulate: spec must be a NetSpec, got {type(spec).__name__}")
+    if not isinstance(spec, Spec):
+        _fail(f"simulate: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
+    if spec.d_in is None or any(w is None for w in spec.widths):
+        _fail("simulate: every width (and d_in) must be a finite integer to build the network")
+    if any(isinstance(op, BatchNorm) and op.B is None for op in spec.ops):
+        _fail("simulate: BatchNorm needs a finite mini-batch size (bn_batch) to simulate")
     if not _is_int(n_inits) or n_inits < 1:
         _fail(f"simulate: n_inits must be a positive integer, got {n_inits!r}")
     if data is not None:
@@ -443,7 +350,7 @@ def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk,
     return n_data
 
 
-def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int = 0, device=None,
+def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0, device=None,
              dtype=torch.float32, data: torch.Tensor | None = None, chunk: int | None = None,
              data_law: str = "gaussian", df: float = 5.0, layer_stats=True, moments: int = 2,
              record: int = 0, init_chunk: int | None = None, progress=None, shortcut: str | None = None,
@@ -463,6 +370,7 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
                         first_init)
     device = resolve_device(device)
     t0 = time.perf_counter()
+    per_layer = layer_stages(spec)
     keep = set(stages(spec)) if layer_stats is True else set(layer_stats or ())
     if not keep <= set(stages(spec)):
         _fail(f"simulate: layer_stats stages must be among {stages(spec)}, got {sorted(keep)}")
@@ -482,7 +390,7 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
         chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
             if shortcut else None
         acc_out = _Moments(moments)
-        acc = {(l, s): _Moments(moments) for l in range(len(spec.widths)) for s in keep}
+        acc = {(l, s): _Moments(moments) for l in range(len(spec.widths)) for s in keep if s in per_layer[l]}
         counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=device)
         rec = {}
 
@@ -514,7 +422,7 @@ def simulate(spec: NetSpec, n_inits: int, n_data: int | None = None, seed: int =
         layer_parts.append({k: v.result() for k, v in acc.items()})
         for k, v in rec.items():
             rec_parts.setdefault(k, []).append(v)
-    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in stages(spec) if s in keep}
+    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in per_layer[l] if s in keep}
               for l in range(len(spec.widths))] if keep else []
     return SimResult(spec, n_inits, n_data, seed, str(device), NodeStats.cat(outs), torch.cat(fracs), layers,
                      {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0)

@@ -22,123 +22,59 @@ k_a(c) = c + (1 − a)²(√(1 − c²) − c·arccos c)/(π(1 + a²)), independ
 """
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
 import sympy as sp
 
 from .. import activations as acts
-from ..errors import InputError
-from ..gaussian import _nodes
+from .. import spec as S
+from ..errors import InputError, NumericalError
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
-from ..registry import get, register
+from ..registry import register
 
 IGB = "igb-initial-guessing-bias.txt"
 NORM = "norm-placement-bn-ln.txt"
 NORMS = ("none", "batchnorm", "layernorm", "rmsnorm")
-PLACEMENTS = ("pre", "post")
+PLACEMENTS = S.PLACEMENTS
 L_EXACT = 4          # up to this depth the registered case is the nested closed form, beyond it the iteration
 L_MAX = 100000
 BN_FORM = "bn.gamma_canonical"
+QUAD_ERROR = S.QUAD_ERROR
 
 q_, c_ = sp.Symbol("q", positive=True), sp.Symbol("c", real=True)
 a_, sw_ = sp.Symbol("a", real=True), sp.Symbol("sigma_w", positive=True)
 _SLOPE = {"relu": sp.S.Zero, "leaky_relu": a_, "identity": sp.S.One}   # positively homogeneous: φ(x) = x⁺ − s x⁻
 ODD = tuple(n for n, act in acts.ACTIVATIONS.items() if act.odd)
 SMOOTH = tuple(n for n in acts.names() if n not in _SLOPE and n not in ODD and n != "srelu")
+arccos_map = S.arccos_map
 
 
-# --- one-step moments (P, S, M) at (q, c) -------------------------------------------------------------
-def arccos_map(c, s):
-    """k_s(c) = E[φ(u)φ(u')]/E[φ(u)²] for φ(x) = max(x, 0) + s·min(x, 0), corr(u, u') = c (SymPy)."""
-    r = (1 - s) ** 2 / (1 + s**2)
-    return c + r * (sp.sqrt(1 - c**2) - c * sp.acos(c)) / sp.pi
+def block(activation, norm, placement, a, sigma_w, B=None, shift_backend="numpy"):
+    """The ops of one hidden block after its Dense, then the next Dense: [norm pre] φ [norm post] Dense(σ_w).
 
-
-def sym_moments(activation: str, q=q_, c=c_, sigma1=sw_):
-    """(P, S, M) as SymPy expressions for the closed-form activations (homogeneous ones and srelu).
-
-    srelu subtracts σ₁/√(2π), the ReLU mean of the first layer's N(0, σ₁²) input to φ (σ₁ = σ_w, or 1 after a
-    norm placed before φ): exact centring in layer 1 only (igb.gamma's and validation/simulate.py's convention).
-    """
+    srelu's shift is σ₁/√(2π), the ReLU mean of layer 1's N(0, σ₁²) input to φ (σ₁ = σ_w, or 1 after a norm
+    placed before φ): exact centring in layer 1 only (igb.gamma's and validation/simulate.py's convention)."""
+    norm = None if norm == "none" else norm
+    pre_norm = norm is not None and placement == "pre"
+    shift = None
     if activation == "srelu":
-        p, s, m = sym_moments("relu", q, c)
-        k = sigma1 / sp.sqrt(2 * sp.pi)
-        return p - 2 * k * m + k**2, s - 2 * k * m + k**2, m - k
-    sl = _SLOPE[activation]
-    s = q * (1 + sl**2) / 2
-    return s * arccos_map(c, sl), s, (1 - sl) * sp.sqrt(q) / sp.sqrt(2 * sp.pi)
-
-
-def _pre(norm, placement, q, c):
-    """The state the activation sees: a norm before φ rescales to unit second moment (BN also centres)."""
-    if placement == "post" or norm == "none":
-        return q, c
-    return (sp.S.One, c) if norm in ("layernorm", "rmsnorm") else (sp.S.One, sp.S.Zero)
+        sig = 1 if pre_norm else sigma_w
+        root = {"sympy": sp.sqrt(2 * sp.pi), "mpmath": mpmath.sqrt(2 * mpmath.pi)}.get(shift_backend,
+                                                                                        math.sqrt(2 * math.pi))
+        shift = sig / root
+    return S.block_ops(activation, norm, placement, a, B, None, shift) + (S.Dense(None, sigma_w),)
 
 
 def sym_step(activation, norm, placement, q, c):
-    """One block (q, c) → (q', c') in SymPy (closed-form activations)."""
-    pre_norm = norm != "none" and placement == "pre"
-    p, s, m = sym_moments(activation, *_pre(norm, placement, q, c), sigma1=sp.S.One if pre_norm else sw_)
-    if placement == "pre" or norm == "none":
-        return sw_**2 * s, p / s
-    if norm == "layernorm":
-        return sw_**2, (p - m**2) / (s - m**2)
-    return (sw_**2, p / s) if norm == "rmsnorm" else (sw_**2, sp.S.Zero)
+    """One block (q, c) → (q', c') in SymPy (closed-form activations), composed from the ops' maps."""
+    st = S.State(q, c, 1 - c, sp.S.Zero)
+    for op in block(activation, norm, placement, a_, sw_, shift_backend="sympy"):
+        st = op.sym(st)
+    return st.q, sp.simplify(st.c) if st.c.is_number else st.c
 
 
-# --- numeric moments for activations with no closed form: quadrature over (centre, noise) -----------------
-QUAD_ERROR = ("composite 8-point Gauss-Legendre on z in [-13, 13] with panels <= min(0.25, 0.4 scale/sd) for "
-              "E[phi], E[phi^2] and for both levels of P = E_mu[(E_xi phi(mu+xi))^2]: relative error <= 1e-11 "
-              "per layer for q <= 100 (tests compare with nested mpmath quadrature)")
-
-
-def _gauss(g, sd, scale=1.0):
-    """E[g(sd·Z)] by composite 8-point Gauss–Legendre on z ∈ [−13, 13], panels <= min(0.25, 0.4·scale/sd);
-    ``scale`` is the distance over which g varies (1 for the smooth activations: poles at distance >= π)."""
-    z, w = _nodes(min(0.25, 0.4 * scale / max(sd, 1e-300)))
-    return g(sd * z) @ w
-
-
-def _np_point(f, q, c, a):
-    """(P, S, M) at one parameter point; the inner mean E_ξ φ(μ + ξ) varies on the scale max(sd(ξ), 1) in μ."""
-    m = _gauss(lambda x: f(x, a, 0.0), np.sqrt(q))
-    s = _gauss(lambda x: f(x, a, 0.0) ** 2, np.sqrt(q))
-    if c <= 0:
-        return m * m, s, m
-    sd = np.sqrt((1 - c) * q)
-    p = _gauss(lambda mu: _gauss(lambda x: f(mu[:, None] + x, a, 0.0), sd) ** 2, np.sqrt(c * q), max(sd, 1.0))
-    return p, s, m
-
-
-def np_moments(activation, q, c, a):
-    """(P, S, M) by quadrature: P = E_μ[(E_ξ φ(μ + ξ))²], μ ~ N(0, cq), ξ ~ N(0, (1 − c)q)."""
-    f = acts.get(activation).numpy
-    q, c, a = np.broadcast_arrays(*(np.asarray(v, float) for v in (q, c, a)))
-    out = np.array([_np_point(f, *v) for v in zip(q.ravel(), np.clip(c, 0, 1).ravel(), a.ravel())])
-    return tuple(out[:, k].reshape(q.shape) for k in range(3))
-
-
-def _mp_gauss(f, sd):
-    """E[f(sd·Z)] by Gauss–Legendre quadrature in z on [−∞, −8, −3, 0, 3, 8, ∞] (smooth integrands)."""
-    dens = 1 / mpmath.sqrt(2 * mpmath.pi)
-    return mpmath.quad(lambda z: f(sd * z) * dens * mpmath.exp(-z * z / 2),
-                       [-mpmath.inf, -8, -3, 0, 3, 8, mpmath.inf], method="gauss-legendre")
-
-
-def mp_moments(activation, q, c, a):
-    """(P, S, M) with nested mpmath quadrature at the working precision (the reference route)."""
-    f = acts.get(activation).mp
-    m = _mp_gauss(lambda x: f(x, a, 0), mpmath.sqrt(q))
-    s = _mp_gauss(lambda x: f(x, a, 0) ** 2, mpmath.sqrt(q))
-    if c == 0:
-        return m * m, s, m
-    noise = mpmath.sqrt((1 - c) * q)
-    p = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x, a, 0), noise) ** 2, mpmath.sqrt(c * q))
-    return p, s, m
-
-
-# --- the iteration -------------------------------------------------------------------------------------
 def _kind(activation, norm, placement):
     if activation in ODD or (norm in ("batchnorm", "layernorm") and placement == "post"):
         return "zero"
@@ -147,130 +83,133 @@ def _kind(activation, norm, placement):
     return "homogeneous" if activation in _SLOPE else ("srelu" if activation == "srelu" else "smooth")
 
 
-def _sin_minus_tcos(t):
-    """sin t − t cos t, with its Taylor series for small t (no cancellation)."""
-    t2 = t * t
-    series = t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
-    return np.where(t < 0.1, series, np.sin(t) - t * np.cos(t))
+def _scale_free(ops) -> bool:
+    """Every op commutes with a rescaling of the state (positively homogeneous φ, norms, Dense): q can be reset."""
+    return all(not isinstance(op, S.Act) or op.name in S.HOMOGENEOUS for op in ops)
 
 
-def _homogeneous_path(L, slope, c0=0.0):
-    """c_l for l = 1..L of c' = k_slope(c), iterated in ε = 1 − c (stable as c → 1)."""
-    r = (1 - slope) ** 2 / (1 + slope**2)
-    eps = np.asarray(1.0 - c0 + 0 * r, float)
-    out = []
+def _stationary(old, new, tol) -> bool:
+    """The block map has reached its fixed point to ``tol`` relative (q too, unless φ is linear there)."""
+    def close(x, y):
+        if isinstance(y, mpmath.mpf):
+            return abs(x - y) <= tol * abs(y)
+        return bool(np.all(np.abs(np.asarray(x, float) - y) <= tol * np.abs(y)))
+    return close(old.c, new.c) and close(old.e, new.e) and (close(old.q, new.q) or bool(np.all(new.q < S.Q_LINEAR)))
+
+
+def _fast_homogeneous(ops) -> bool:
+    """The block acts on (c, 1 − c) through a positively homogeneous φ only (norms before φ or RMSNorm after
+    rescale; Dense keeps c): the map is k_s on (c, e) alone."""
+    kinds = [type(op) for op in ops]
+    act = kinds.index(S.Act)
+    return ops[act].name in S.HOMOGENEOUS and all(
+        k in (S.Dense, S.RMSNorm) or (k is S.LayerNorm and i < act) for i, k in enumerate(kinds) if i != act)
+
+
+def _homogeneous_gammas(L, slope):
+    """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e."""
+    r = S.slope_ratio(slope)
+    if 0 < r.size <= 8 and r.ndim:      # a few points: the scalar loop per point is faster than array ufuncs
+        cols = [_homogeneous_gammas(L, float(s_)) for s_ in np.asarray(slope, float).ravel()]
+        return [np.array([col[i] for col in cols]).reshape(r.shape) for i in range(L)]
+    if r.ndim == 0:
+        r = float(r)
+        c, e, out = 0.0, 1.0, []
+        for _ in range(L):
+            t = 2 * math.asin(math.sqrt(e / 2))
+            g = (t * t * t * (1 / 3 - t * t * (1 / 30 - t * t * (1 / 840 - t * t * (1 / 45360 - t * t / 3991680))))
+                 if t < 0.1 else math.sin(t) - t * math.cos(t))
+            c, e = (r / math.pi if c == 0 else c + r * (math.sin(t) - t * c) / math.pi), max(e - r * g / math.pi, 0.0)
+            if e < S.E_MIN:
+                raise NumericalError(f"1 - c = {e:.3g}: gamma exceeds the double range")
+            out.append(np.float64(c / e))
+        return out
+    c, e, out = np.zeros(r.shape), np.ones(r.shape), []
     for _ in range(L):
-        t = 2 * np.arcsin(np.sqrt(np.clip(eps / 2, 0.0, 1.0)))
-        eps = np.maximum(eps - r * _sin_minus_tcos(t) / np.pi, 0.0)
-        out.append(eps)
+        t = 2 * np.arcsin(np.sqrt(e / 2))
+        c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * S.sin_minus_tcos(t) / np.pi, 0.0)
+        if (e < S.E_MIN).any():
+            raise NumericalError(f"1 - c = {float(e.min()):.3g}: gamma exceeds the double range")
+        out.append(c / e)
     return out
 
 
-_STEP = {}
+def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma"):
+    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L).
+
+    Composes the ops' maps block by block from the data state; stops early at a fixed point (the remaining
+    layers repeat it) and resets q = 1 after each block when every op is scale-free (so q never overflows).
+    NumPy: raises NumericalError where 1 − c leaves the double range or the state leaves a route's range."""
+    if backend == "numpy":
+        a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
+    ops = block(activation, norm, placement, a, sigma_w, B, backend)
+    if backend == "numpy" and _fast_homogeneous(ops):
+        try:
+            return _homogeneous_gammas(L, {"relu": 0.0, "identity": 1.0}.get(activation, a) + 0 * sigma_w)
+        except NumericalError as exc:
+            raise NumericalError(f"{where}: {exc}") from None
+    free = _scale_free(ops)
+    state = S.Dense(None, sigma_w).map(S.input_state(backend), backend)
+    tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
+    out = []
+    try:
+        for layer in range(L):
+            new = state
+            for op in ops:
+                new = op.map(new, backend)
+            if backend == "numpy":
+                S.check_state(new, f"{where} at layer {layer + 1}")
+            if free:
+                new = S.State(1 + 0 * new.q, new.c, new.e, new.m)
+            out.append(new.gamma)
+            if layer and _stationary(state, new, tol):
+                out += [new.gamma] * (L - layer - 1)
+                break
+            state = new
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    except NumericalError as exc:
+        raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    return out
 
 
-def _step_fn(activation, norm, placement, module):
-    """The closed-form block map (q, c, a, σ_w) → (q', c') lambdified for ``numpy`` or ``mpmath`` (cached)."""
-    key = (activation, norm, placement, module)
-    if key not in _STEP:
-        qn, cn = sym_step(activation, norm, placement, q_, c_)
-        _STEP[key] = sp.lambdify((q_, c_, a_, sw_), [qn, cn], modules=module)
-    return _STEP[key]
-
-
-def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf):
-    """γ after hidden layers 1..L (a list of arrays broadcast over a, σ_w, B)."""
+def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma"):
+    """γ after hidden layers 1..L (a list of arrays broadcast over a, σ_w, B; B = inf is full batch)."""
     kind = _kind(activation, norm, placement)
     a, sigma_w, B = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, sigma_w, B)))
     if kind == "zero":
         return [np.zeros(a.shape)] * L
-    if kind == "bn_pre":
-        return [_bn_np(activation, a, B)] * L
-    if kind == "homogeneous":
-        slope = {"relu": 0.0, "identity": 1.0}.get(activation, a)
-        return [(1 - e) / e for e in _homogeneous_path(L, slope)]
-    q, c, out = sigma_w**2, np.zeros(a.shape), []
-    for _ in range(L):
-        if kind == "srelu":
-            q, c = (np.asarray(v, float) for v in _step_fn(activation, norm, placement, "numpy")(q, c, a, sigma_w))
-        else:
-            q, c = _np_smooth_step(activation, norm, placement, q, c, a, sigma_w)
-        out.append(c / (1 - c))
-    return out
-
-
-def _np_smooth_step(activation, norm, placement, q, c, a, sigma_w):
-    qi, ci = (float(v) if isinstance(v, sp.Basic) else v for v in _pre(norm, placement, q, c))
-    return _post(norm, placement, *np_moments(activation, qi, ci, a), sigma_w)
-
-
-def _post(norm, placement, p, s, m, sigma_w):
-    if placement == "pre" or norm == "none":
-        return sigma_w**2 * s, p / s
-    if norm == "layernorm":
-        return sigma_w**2 + 0 * s, (p - m * m) / (s - m * m)
-    return sigma_w**2 + 0 * s, p / s
-
-
-def mp_gamma(L, activation, norm, placement, a, sigma_w, B):
-    """γ_L at the working mpmath precision (the reference route; iteration of the exact step)."""
-    kind = _kind(activation, norm, placement)
-    if kind == "zero":
-        return mpmath.mpf(0)
-    if kind == "bn_pre":
-        return _bn_mp(activation, a, B)
-    q, c = sigma_w**2, mpmath.mpf(0)
-    for _ in range(L):
-        if kind == "smooth":
-            qi, ci = (mpmath.mpf(int(v)) if isinstance(v, sp.Basic) else v for v in _pre(norm, placement, q, c))
-            q, c = _post(norm, placement, *mp_moments(activation, qi, ci, a), sigma_w)
-        else:
-            q, c = _step_fn(activation, norm, placement, "mpmath")(q, c, a, sigma_w)
-    return c / (1 - c)
-
-
-# --- BatchNorm before φ: constant in depth (Thm E.1); the mini-batch value comes from the BN family ----------
-def _bn_form(activation):
-    try:
-        form = get(BN_FORM)
-    except InputError:
-        raise InputError(f"BatchNorm with a finite batch size needs the form {BN_FORM} (BatchNorm family), which is "
-                         "not registered; use B=inf (full batch)") from None
-    names = {p.name for p in form.params}
-    if "activation" not in names and activation != "relu":
-        raise InputError(f"{BN_FORM} covers relu only; activation={activation} with a finite batch size B has no "
-                         "prediction (use B=inf)")
-    return form, ({"activation": activation} if "activation" in names else {})
-
-
-def _bn_np(activation, a, B):
-    full = get("igb.gamma").numpy(activation=activation, sigma_w=1.0, a=a)
     finite = np.isfinite(B)
-    if not finite.any():
-        return np.asarray(full, float)
-    form, extra = _bn_form(activation)
-    out = np.array(np.broadcast_to(full, B.shape), float)
-    out[finite] = form.numpy(B=B[finite], **extra)
+    if kind != "bn_pre" or not finite.any():
+        return path(L, activation, norm, placement, a, sigma_w, None, "numpy", where)
+    out = [np.empty(a.shape) for _ in range(L)]
+    for mask, bb in ((finite, B[finite]), (~finite, None)):
+        if mask.any():
+            for o, g in zip(out, path(L, activation, norm, placement, a[mask], sigma_w[mask], bb, "numpy", where)):
+                o[mask] = g
     return out
 
 
-def _bn_mp(activation, a, B):
-    if mpmath.isinf(B):
-        return get("igb.gamma").mp(mpmath.mp.dps, activation=activation, sigma_w=1, a=a)
-    form, extra = _bn_form(activation)
-    return form.mp(mpmath.mp.dps, B=B, **extra)
+def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma"):
+    """γ_L at the working mpmath precision (the reference route; the ops' mpmath maps composed)."""
+    if _kind(activation, norm, placement) == "zero":
+        return mpmath.mpf(0)
+    return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
+                where)[-1]
 
 
 # --- the registered cases ----------------------------------------------------------------------------------
 def exact_gamma(L, activation, norm, placement):
-    """The nested closed form of γ_L (SymPy) for the closed-form activations."""
-    q, c = sw_**2, sp.S.Zero
+    """The nested closed form of γ_L (SymPy) for the closed-form activations: the ops' SymPy maps composed."""
+    ops = block(activation, norm, placement, a_, sw_, shift_backend="sympy")
+    state = S.Dense(None, sw_).sym(S.input_state("sympy"))
     for _ in range(L):
-        q, c = sym_step(activation, norm, placement, q, c)
-    return sp.simplify(c / (1 - c)) if L == 1 else c / (1 - c)
+        for op in ops:
+            state = op.sym(state)
+    return sp.simplify(state.c / (1 - state.c)) if L == 1 else state.c / (1 - state.c)
 
 
-def case(L, activation, norm, placement):
+def case(L, activation, norm, placement, where="depth.gamma"):
     kind = _kind(activation, norm, placement)
     if kind == "zero":
         return sp.S.Zero
@@ -278,20 +217,35 @@ def case(L, activation, norm, placement):
         return exact_gamma(L, activation, norm, placement)
     if kind == "bn_pre":
         method, error = ("constant in depth (Thm E.1): E[phi(Z)]^2/Var[phi(Z)], Z ~ N(0,1), for B = inf; "
-                         f"{BN_FORM}(B) for finite B"), "that of igb.gamma / " + BN_FORM
+                         f"{BN_FORM}(B) for finite B"), "that of the block map / " + BN_FORM
     elif kind == "smooth":
-        method, error = f"{L}-fold iteration of the (q, c) block map with quadrature moments", QUAD_ERROR
+        method, error = f"{L}-fold composition of the (q, c, 1-c) block map with quadrature moments", QUAD_ERROR
     else:
-        method = f"{L}-fold iteration of the closed-form block map (nested form printed for L <= {L_EXACT})"
+        method = (f"{L}-fold composition of the closed-form block map in (c, 1-c) (nested form printed for "
+                  f"L <= {L_EXACT})")
         error = "rounding only: relative error <= 1e-13 * L"
+    method += "; stops at a fixed point of the block map (later layers repeat it)"
     return NumericRoute(
-        lambda a, sigma_w, B=np.inf: np_path(L, activation, norm, placement, a, sigma_w, B)[-1],
-        lambda a, sigma_w, B=mpmath.inf: mp_gamma(L, activation, norm, placement, a, sigma_w, B),
+        lambda a, sigma_w, B=np.inf: np_path(L, activation, norm, placement, a, sigma_w, B, where)[-1],
+        lambda a, sigma_w, B=mpmath.inf: mp_gamma(L, activation, norm, placement, a, sigma_w, B, where),
         method, error, sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
 
 
-def _kernel(L, activation, norm, placement, a, sigma_w, B):
-    return np_path(L, activation, norm, placement, a, sigma_w, B)[-1]
+def _kernel(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma"):
+    return np_path(L, activation, norm, placement, a, sigma_w, B, where)[-1]
+
+
+def _corr_kernel(activation, c, a):
+    """k_s(c) without cancellation: for c >= 0, c + r(sin t − t c)/π (t = arccos c); for c < 0, with
+    u = arccos(−c) = π − t, c(1 − r) + r(sin u − u cos u)/π (→ 0 smoothly as c → −1 for ReLU)."""
+    s = {"relu": 0.0, "identity": 1.0}.get(activation, a)
+    c, s = np.broadcast_arrays(np.asarray(c, float), np.asarray(s, float))
+    r = S.slope_ratio(s)
+    t = np.arccos(np.clip(c, -1, 1))
+    u = np.arccos(np.clip(-c, -1, 1))
+    pos = c + r * (np.sin(t) - t * c) / np.pi
+    neg = c * (1 - r) + r * S.sin_minus_tcos(u) / np.pi
+    return np.where(c >= 0, pos, neg)
 
 
 DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
@@ -301,9 +255,10 @@ DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
 L_PARAM = Param("L", "integer", "number of hidden layers", structural=True, minimum=1, maximum=L_MAX)
 ACT = Param("activation", "choice", "activation function", choices=acts.names())
 A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
-SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in)", default=1.0)
-B_PARAM = Param("B", "positive", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
-                default=float("inf"), allow_inf=True)
+SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the papers' "
+           "Kaiming setting (igbsym.spec.SIGMA_W)", default=S.SIGMA_W)
+B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
+                default=float("inf"), minimum=2, allow_inf=True)
 ZERO_NOTE = "0 for every activation, width-limit exact; odd activations give 0 for every norm (data symmetric)"
 DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the arc-cosine map for (leaky) ReLU: "
               "gamma_L ~ 2 (1-a)^4 L^2 / (9 pi^2 (1+a^2)^2) as L -> inf (derivations/depth.py). SReLU (App. G.3) "
@@ -324,7 +279,7 @@ register(ClosedForm(
      Param("activation", "choice", "positively homogeneous activation", choices=tuple(_SLOPE)), A),
     Provenance(IGB, "App. F.1, Eqs. 137-141 in closed form; igb-talk-slides.txt (c = gamma/(1+gamma))",
                "Cho & Saul (2009) arc-cosine kernel of degree 1 (ReLU), generalised to slope a"),
-    builder=lambda activation: arccos_map(sp.Symbol("c", real=True), _SLOPE[activation]),
+    builder=lambda activation: arccos_map(sp.Symbol("c", real=True), _SLOPE[activation]), kernel=_corr_kernel,
     conditions=(Condition(sp.Le(sp.Abs(sp.Symbol("c", real=True)), 1), "-1 <= c <= 1"),)))
 
 _PLACEMENT_FORMS = {
@@ -358,6 +313,7 @@ for (_norm, _pl), (_short, _where, _summary) in _PLACEMENT_FORMS.items():
     register(ClosedForm(
         f"depth.gamma_{_short}", f"gamma after L hidden layers, {_summary}.", _params,
         Provenance(NORM, _where, _NOTES[_short]),
-        builder=(lambda n, p: lambda L, activation: case(L, activation, n, p))(_norm, _pl),
-        kernel=(lambda n, p: lambda L, activation, a, sigma_w, B=np.inf: _kernel(L, activation, n, p, a, sigma_w, B))(
-            _norm, _pl), display=DISPLAY))
+        builder=(lambda n, p, w: lambda L, activation: case(L, activation, n, p, w))(_norm, _pl, f"depth.gamma_{_short}"),
+        kernel=(lambda n, p, w: lambda L, activation, a, sigma_w, B=np.inf: _kernel(L, activation, n, p, a, sigma_w, B,
+                                                                                   w))(_norm, _pl, f"depth.gamma_{_short}"),
+        display=DISPLAY))
