@@ -209,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--a", type=float, default=0.01, help="leaky slope")
     s.add_argument("--sigma-w", type=float, default=None)
+    s.add_argument("--residual", action="store_true", help="residual MLP: --depth blocks x + alpha F(x)")
+    s.add_argument("--alpha", type=float, default=None, help="residual branch scale (with --residual; default 1)")
+    s.add_argument("--order", default="linear-first", choices=("linear-first", "linear-last"),
+                   help="residual branch: Dense, [norm], phi (linear-first) or [norm], phi, Dense (linear-last)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.set_defaults(func=cmd_predict)

@@ -6,7 +6,9 @@ layer's pre-activations, the output last), the regime and quantiles of f_G0 at t
 makes any depth cheap); other specs compose their ops' maps (igbsym/spec.py). BatchNorm's mini-batch value comes
 from ``bn.gamma_canonical`` and max-pooling from ``maxpool.mean`` / ``maxpool.var``, looked up at run time.
 The CLI (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w --json
---plot``) builds the NetSpec and prints the Prediction.
+--plot``) builds the NetSpec and prints the Prediction. ``--residual --alpha A [--order linear-first|linear-last]``
+predicts a residual MLP instead (igbsym/residual.py: ``--depth`` blocks x + A·F(x)); γ is then given after every
+block (``resnet.gamma``).
 """
 from __future__ import annotations
 
@@ -50,6 +52,8 @@ class Prediction:
                "placement": mlp.get("placement") if mlp.get("norm") else None, "pool": mlp.get("pool"),
                "batch_size": mlp.get("bn_batch"), "a": mlp.get("a") if act == "leaky_relu" else None,
                "sigma_w": mlp.get("sigma_w")}
+        if mlp.get("residual"):
+            out.update(residual=True, alpha=mlp["alpha"], order=mlp["order"])
         out.update({k: v for k, v in asdict(self).items() if k != "spec"})
         return out
 
@@ -60,7 +64,10 @@ def predict(spec: S.Spec) -> Prediction:
         raise InputError(f"predict: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
     mlp = spec.mlp
     try:
-        if mlp is not None and not (mlp["pool"] and mlp["pool"] > 1):
+        if mlp is not None and mlp.get("residual"):
+            from .residual import trunk_states
+            gammas = [s.c / s.e for s in trunk_states(spec.ops)[1:]]
+        elif mlp is not None and not (mlp["pool"] and mlp["pool"] > 1):
             bn = mlp["bn_batch"] if mlp["norm"] == "batchnorm" and mlp["bn_batch"] not in (None, "full") else np.inf
             gammas = depth.np_path(len(mlp["widths"]), mlp["activation"], mlp["norm"] or "none", mlp["placement"],
                                    mlp["a"], mlp["sigma_w"], bn, where="predict")
@@ -78,8 +85,11 @@ def predict(spec: S.Spec) -> Prediction:
     summary = {f"q{int(100 * p):02d}": float(quant.numpy(p=p, gamma=g_out)) for p in QUANTILES}
     summary["p_outside_0.1_0.9"] = float(get("igb.p_outside").numpy(gamma=g_out, q=0.1))
     cs = np.atleast_1d(get("igb.corr").numpy(gamma=np.array(gammas)))
-    return Prediction(spec, [{"layer": i + 1, "gamma": g, "c": float(c)} for i, (g, c) in enumerate(zip(gammas, cs))],
-                      g_out, float(cs[-1]), regime(g_out), summary)
+    layers = [{"layer": i + 1, "gamma": g, "c": float(c)} for i, (g, c) in enumerate(zip(gammas, cs))]
+    if mlp is not None and mlp.get("residual"):
+        return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary,
+                          "resnet.gamma (infinite width, N(0, I) data, zero biases); igbsym show resnet.gamma")
+    return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary)
 
 
 def spec_from_args(args) -> S.Spec:
@@ -93,6 +103,8 @@ def spec_from_args(args) -> S.Spec:
     if args.placement not in depth.PLACEMENTS:
         raise InputError(f"predict: unknown placement {args.placement!r}; allowed: pre (norm before the activation), "
                          "post (after)")
+    if getattr(args, "residual", False):
+        return _residual_spec(args)
     if args.norm == "batchnorm" and args.batch_size is None:
         raise InputError("predict: --norm batchnorm needs --batch-size B (BN uses mini-batch statistics; give the "
                          "dataset size for full batch)")
@@ -108,6 +120,8 @@ def spec_from_args(args) -> S.Spec:
     if not (math.isfinite(sw) and sw > 0) or not math.isfinite(args.a):
         raise InputError(f"predict: --sigma-w {sw:g} / --a {args.a:g} not allowed; allowed: --sigma-w a finite number "
                          "> 0, --a finite")
+    if getattr(args, "alpha", None) is not None:
+        raise InputError("predict: --alpha is the residual branch scale; it needs --residual")
     try:
         return S.NetSpec(None, (None,) * args.depth, args.activation, args.a, sigma_w=sw, pool=args.pool,
                          norm=None if args.norm == "none" else args.norm, placement=args.placement,
@@ -116,13 +130,33 @@ def spec_from_args(args) -> S.Spec:
         raise InputError(f"predict: {exc}") from None
 
 
+def _residual_spec(args) -> S.Spec:
+    """``--residual``: an embedding Dense then ``--depth`` blocks x + alpha·F(x) (igbsym/residual.py)."""
+    from .residual import resnet_ops
+    alpha = 1.0 if args.alpha is None else args.alpha
+    sw = KAIMING if args.sigma_w is None else args.sigma_w
+    if not (math.isfinite(sw) and sw > 0) or not math.isfinite(args.a):
+        raise InputError(f"predict: --sigma-w {sw:g} / --a {args.a:g} not allowed; allowed: --sigma-w a finite number "
+                         "> 0, --a finite")
+    if not (math.isfinite(alpha) and alpha >= 0):
+        raise InputError(f"predict: --alpha {alpha:g} is not allowed; allowed: a finite number >= 0")
+    if args.pool is not None or args.batch_size is not None:
+        raise InputError("predict: --residual takes no --pool or --batch-size (residual blocks use full-batch BN)")
+    ops = resnet_ops(args.depth, args.activation, alpha, args.norm, args.placement, args.order, args.a, sw)
+    mlp = dict(widths=(None,) * (args.depth + 1), activation=args.activation, a=args.a, sigma_w=sw, pool=None,
+               norm=None if args.norm == "none" else args.norm, placement=args.placement, bn_batch=None,
+               residual=True, alpha=alpha, order=args.order)
+    return S.Spec(None, ops, sigma_out=sw, mlp=mlp)
+
+
 def _text(res: dict) -> str:
     arch = (f"activation={res['activation']} depth={res['depth']} norm={res['norm']}"
             + (f" placement={res['placement']}" if res["placement"] else "")
             + (f" pool={res['pool']}" if res["pool"] else "")
             + (f" batch_size={res['batch_size']}" if res["batch_size"] else "")
-            + (f" a={res['a']}" if res["a"] is not None else "") + f" sigma_w={res['sigma_w']:.4g}")
-    lines = [f"igbsym predict: {arch}", "  layer        gamma            c"]
+            + (f" a={res['a']}" if res["a"] is not None else "") + f" sigma_w={res['sigma_w']:.4g}"
+            + (f" residual alpha={res['alpha']:g} order={res['order']}" if res.get("residual") else ""))
+    lines = [f"igbsym predict: {arch}", f"  {'block' if res.get('residual') else 'layer'}        gamma            c"]
     lines += [f"  {r['layer']:5d}  {r['gamma']:11.6g}  {r['c']:11.6g}" for r in res["layers"]]
     s = res["f_G0"]
     lines += [f"output: gamma = {res['gamma']:.6g}, c = gamma/(1+gamma) = {res['c']:.6g}, regime: {res['regime']}",

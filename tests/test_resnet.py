@@ -153,3 +153,24 @@ def test_trunk_states_sympy_is_exact():
     assert not g.atoms(sp.Float)
     s = trunk_states(resnet_ops(2, "relu", sp.Symbol("alpha", nonnegative=True), sigma_w=sp.sqrt(2)), "sympy")[-1]
     assert not s.c.atoms(sp.Float) and not s.e.atoms(sp.Float)
+
+
+def test_predict_residual_cli_equals_resnet_gamma():
+    """`igbsym predict --residual` prints resnet.gamma after every block."""
+    import json
+    from igbsym.cli import main
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["predict", "--residual", "--alpha", "0.5", "--depth", "3", "--json"])
+    assert rc == 0
+    res = json.loads(buf.getvalue())
+    form = igbsym.get("resnet.gamma")
+    assert [r["gamma"] for r in res["layers"]] == pytest.approx(
+        [form.numpy(L=L, activation="relu", alpha=0.5) for L in (1, 2, 3)], rel=1e-12)
+    assert res["source"].startswith("resnet.gamma")
+    for bad in (["--residual", "--alpha", "-1"], ["--alpha", "2"], ["--residual", "--pool", "2"]):
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            assert main(["predict"] + bad) == 2
+        assert len(err.getvalue().strip().splitlines()) == 1
