@@ -43,7 +43,7 @@ def resolve_device(name=None) -> torch.device:
         raise InputError(f"unknown device {name!r}; allowed: cpu, cuda, cuda:N, mps (available here: {have})")
     base, index = match.group(1), match.group(2)
     if not _available(base):
-        raise InputError(f"device {name!r} is not available on this machine; available: {have}")
+        raise InputError(f"device {name!r} is not available on this machine; allowed here: {have}")
     if index is not None and int(index) >= _count(base):
         raise InputError(f"device {name!r} does not exist; allowed: {base}:0..{base}:{_count(base) - 1} "
                          f"(available here: {have})")
