@@ -95,7 +95,7 @@ def _parse_assignments(form, items: list) -> dict:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key or not raw:
-            raise InputError(f"{form.name}: malformed argument {item!r}; expected key=value with key in "
+            raise InputError(f"{form.name}: malformed argument {item!r}; allowed: key=value with key in "
                              + ", ".join(params))
         if key not in params:
             raise InputError(f"{form.name}: unknown parameter {key}; parameters are "
@@ -170,10 +170,13 @@ def cmd_eval(args):
         print(value)
 
 
+LATEX_USAGE = "igbsym latex NAME [key=value ...], or igbsym latex --all [-o FILE.tex]"
+
+
 def cmd_latex(args):
     if args.all:
         if args.name:
-            raise InputError("latex: give either NAME or --all, not both")
+            raise InputError(f"latex: give either NAME or --all, not both; allowed: {LATEX_USAGE}")
         target = writable_file(args.output, "latex -o") if args.output is not None else None
         text = document(registry.forms())
         if target is not None:
@@ -183,7 +186,7 @@ def cmd_latex(args):
             print(text)
         return
     if not args.name:
-        raise InputError("latex: give a form NAME or --all")
+        raise InputError(f"latex: give a form NAME or --all; allowed: {LATEX_USAGE}")
     form = registry.get(args.name)
     structural = _parse_assignments(form, args.assignments)
     print(form.latex(**structural))
@@ -270,6 +273,9 @@ def parse(argv=None) -> argparse.Namespace:
     """Parse the command line; an unknown option is reported by the subcommand it was given to, with its usage."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if extra and hasattr(args, "assignments"):   # key=value after an option (eval NAME --dps 30 x=1) is still one
+        args.assignments += [e for e in extra if "=" in e and not e.startswith("-")]
+        extra = [e for e in extra if not ("=" in e and not e.startswith("-"))]
     if extra:
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     return args
