@@ -21,21 +21,21 @@ def rel(a, b):
     return abs(float(a) / float(b) - 1)
 
 
-def cdf_route_moments(act, k, sigma=1, dps=40):
+def cdf_route_moments(act, k, sigma=1, dps=20):
     """(E[M_k], Var[M_k]) from the CDF F = Phi(x/sigma)^k alone (independent of the library's density integral and
     its Gumbel rule): E M = int_0^inf (1 - F) - int_-inf^0 F, E M^2 = 2 int_0^inf x (1 - F) + 2 int_-inf^0 |x| F
     (for relu F = 0 below 0), by mpmath.quad with breakpoints around the location sqrt(2 ln k)."""
     with mpmath.workdps(dps):
         k, sigma = int(k), mpmath.mpf(sigma)
         centre = mpmath.sqrt(2 * mpmath.log(k)) if k > 1 else mpmath.mpf(0)
-        upper = sorted({mpmath.mpf(0), *(centre + j / max(centre, 1) for j in (-8, -3, -1, 0, 1, 3, 8) if
-                                         centre + j / max(centre, 1) > 0), centre + 12, mpmath.inf})
+        upper = sorted({mpmath.mpf(0), *(centre + j / max(centre, 1) for j in (-3, 3) if centre + j / max(centre, 1) > 0),
+                        centre + 10, mpmath.inf})
         survival = lambda x: -mpmath.expm1(k * mpmath.log(mpmath.ncdf(x)))  # noqa: E731  1 - Phi^k, no cancellation
         below = lambda x: mpmath.ncdf(x) ** k  # noqa: E731
         m = mpmath.quad(survival, upper)
         m2 = 2 * mpmath.quad(lambda x: x * survival(x), upper)
         if act == "identity":
-            lower = [-mpmath.inf, -8, -3, -1, 0]
+            lower = [-mpmath.inf, -3, 0]
             m -= mpmath.quad(below, lower)
             m2 += 2 * mpmath.quad(lambda x: -x * below(x), lower)
         return sigma * m, sigma**2 * (m2 - m * m)
@@ -82,7 +82,7 @@ def test_relu_atom_at_zero_has_mass_two_to_minus_k(k):
 
 
 # --- moments ------------------------------------------------------------------------------------------------------
-KS_FAST = [1, 2, 3, 4, 5, 6, 7, 13, 17, 40, 63, 64, 65, 1000, 10**6]  # relu k < 64 uses the tail table
+KS_FAST = [1, 2, 5, 6, 7, 17, 40, 63, 64, 65, 1000, 10**6]  # relu k < 64 uses the tail table
 
 
 @pytest.mark.parametrize("act", ACTS)
