@@ -339,9 +339,11 @@ def _appendix_f_sweep(d: Derivation):
     total_as_printed = sp.simplify((Phi(mu / sig) + (1 - atom)).rewrite(sp.erf))
     require(sp.simplify(total_as_printed - 1) != 0, "Eq. 120 total mass")
     d.step("Eqs. 120-121: ReLU of N(mu, sigma^2) puts the mass P(Z <= 0) = Phi(-mu/sigma) at 0 (SymPy: the normal CDF "
-           "at 0). The printed atom Phi(mu/sigma) gives total mass Phi(mu/sigma) + (1 - Phi(-mu/sigma)) =", total_as_printed)
+           "at 0). The printed atom Phi(mu/sigma) gives total mass Phi(mu/sigma) + (1 - Phi(-mu/sigma)) =",
+           total_as_printed)
     d.erratum("norm-placement-bn-ln.txt App. F.1, Eqs. 120-121",
-              "f_Y(y) = Phi(mu/sigma) delta(y) + Theta(y) N(y; mu, sigma^2) (and Phi((mu/alpha)/(sigma/alpha)) in Eq. 121)",
+              "f_Y(y) = Phi(mu/sigma) delta(y) + Theta(y) N(y; mu, sigma^2) (and Phi((mu/alpha)/(sigma/alpha)) in "
+              "Eq. 121)",
               "the atom is Phi(-mu/sigma) = P(N(mu, sigma^2) <= 0); as printed the law has total mass 1 + erf(mu/"
               "(sqrt 2 sigma)) != 1 unless mu = 0 (Eqs. 102-103, 131 with mu = 0 are right)",
               "SymPy: normal CDF at 0 and the total mass (derivations/depth.py, App. F sweep)")
@@ -352,11 +354,10 @@ def _appendix_f_sweep(d: Derivation):
         expr, sym = form.case(), form.symbols
         scaled = expr.subs({sym["mu"]: sym["mu"] / al, sym["sigma"]: sym["sigma"] / al}, simultaneous=True)
         require(sp.simplify(scaled * al**power - expr) == 0, f"Eqs. 122-123 ({name})")
-    d.step("Eqs. 122-123: E[ReLU(Z/alpha)] = E[ReLU Z]/alpha and Var[ReLU(Z/alpha)] = Var[ReLU Z]/alpha^2 for alpha > 0 "
-           "(SymPy on the registered rectified.mean and rectified.var). Correct: Lemma F.1 is only needed for alpha > 0 "
-           "here (Eqs. 122-124 write sigma_<z> for the sigma_E of Eq. 116: the same quantity).")
+    d.step("Eqs. 122-123: E[ReLU(Z/alpha)] = E[ReLU Z]/alpha and Var[ReLU(Z/alpha)] = Var[ReLU Z]/alpha^2 for "
+           "alpha > 0 (SymPy on the registered rectified.mean and rectified.var). Correct: Lemma F.1 is only needed "
+           "for alpha > 0 here (Eqs. 122-124 write sigma_<z> for the sigma_E of Eq. 116: the same quantity).")
 
-    corr = igbsym.get("depth.corr_map")
     mean, var = igbsym.get("rectified.mean"), igbsym.get("rectified.var")
 
     def ratio_after_ln(c, scale="7"):
@@ -381,8 +382,8 @@ def _appendix_f_sweep(d: Derivation):
            "sigma_w^2/N_0 chi^2_{N_0}: mean and variance", sp.Matrix([e_nv, v_nv]))
     d.erratum("norm-placement-bn-ln.txt App. F.2, Eqs. 128-130",
               "sums over i = 1..N_1 of w_ij X_j, Var = N_1 sigma_w^2/N_1 = sigma_w^2 exactly, and N(0, sigma_{w_i}^2)",
-              "the sums run over j = 1..N_0 (fan-in), and sum_j w_ij^2 = sigma_w^2 holds only as N_0 -> inf: for finite "
-              "N_0 it is random with mean sigma_w^2 and variance 2 sigma_w^4/N_0 (Gaussian weights), which is the "
+              "the sums run over j = 1..N_0 (fan-in), and sum_j w_ij^2 = sigma_w^2 holds only as N_0 -> inf: for "
+              "finite N_0 it is random with mean sigma_w^2 and variance 2 sigma_w^4/N_0 (Gaussian weights), which is the "
               "node-dependent sigma_{w_i}^2 of Eq. 130",
               "SymPy (sympy.stats chi-square moments)")
 

@@ -6,7 +6,7 @@ import mpmath
 import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
-from scipy import integrate, special, stats
+from scipy import integrate, stats
 
 import igbsym
 from igbsym.families.bn import gamma_half_ratio

@@ -28,8 +28,8 @@ def cdf_route_moments(act, k, sigma=1, dps=20):
     with mpmath.workdps(dps):
         k, sigma = int(k), mpmath.mpf(sigma)
         centre = mpmath.sqrt(2 * mpmath.log(k)) if k > 1 else mpmath.mpf(0)
-        upper = sorted({mpmath.mpf(0), *(centre + j / max(centre, 1) for j in (-3, 3) if centre + j / max(centre, 1) > 0),
-                        centre + 10, mpmath.inf})
+        around = [centre + j / max(centre, 1) for j in (-3, 3)]
+        upper = sorted({mpmath.mpf(0), *(v for v in around if v > 0), centre + 10, mpmath.inf})
         survival = lambda x: -mpmath.expm1(k * mpmath.log(mpmath.ncdf(x)))  # noqa: E731  1 - Phi^k, no cancellation
         below = lambda x: mpmath.ncdf(x) ** k  # noqa: E731
         m = mpmath.quad(survival, upper)
