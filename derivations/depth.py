@@ -383,8 +383,8 @@ def _appendix_f_sweep(d: Derivation):
     d.erratum("norm-placement-bn-ln.txt App. F.2, Eqs. 128-130",
               "sums over i = 1..N_1 of w_ij X_j, Var = N_1 sigma_w^2/N_1 = sigma_w^2 exactly, and N(0, sigma_{w_i}^2)",
               "the sums run over j = 1..N_0 (fan-in), and sum_j w_ij^2 = sigma_w^2 holds only as N_0 -> inf: for "
-              "finite N_0 it is random with mean sigma_w^2 and variance 2 sigma_w^4/N_0 (Gaussian weights), which is the "
-              "node-dependent sigma_{w_i}^2 of Eq. 130",
+              "finite N_0 it is random with mean sigma_w^2 and variance 2 sigma_w^4/N_0 (Gaussian weights), which is "
+              "the node-dependent sigma_{w_i}^2 of Eq. 130",
               "SymPy (sympy.stats chi-square moments)")
 
     y0 = sp.Symbol("y", real=True)
