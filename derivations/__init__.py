@@ -9,8 +9,9 @@ from igbsym.errors import InputError
 
 
 def modules() -> list:
-    """Names of the derivation modules (families), discovered with pkgutil."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base")
+    """Names of the derivation modules (families), discovered with pkgutil (base and the ``derive`` command are not
+    families)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "cli"))
 
 
 def run(family: str):

@@ -307,6 +307,110 @@ def _node_centre_check(d: Derivation):
                                                 "map", activation="relu")
 
 
+# --- Errata sweep of norm-placement-bn-ln.txt App. F, Eqs. 115-139 (issue 10) -----------------------------------
+def _appendix_f_sweep(d: Derivation):
+    """Equation-by-equation check of App. F.1 (LN + ReLU, Eqs. 115-124) and App. F.2 (ReLU + LN, Thm F.3,
+    Eqs. 125-139); the appendix's numbering ends at Eq. 139. Each equation gets a SymPy check or a numeric identity;
+    what fails is recorded as an erratum."""
+    import sympy.stats as ss
+
+    from igbsym.functions import Phi
+
+    def require(ok, what):
+        if not ok:
+            raise AssertionError(f"App. F sweep: {what}")
+
+    tt = sp.Symbol("t", real=True)
+    s_z, s_e = sp.Symbol("sigma_z", positive=True), sp.Symbol("sigma_E", positive=True)
+    mgf = ss.moment_generating_function
+    conv = mgf(ss.Normal("A", 0, s_z))(tt) * mgf(ss.Normal("B", 0, s_e))(tt)
+    require(sp.simplify(conv - mgf(ss.Normal("C", 0, sp.sqrt(s_z**2 + s_e**2)))(tt)) == 0, "Eq. 116")
+    d.step("App. F sweep, Eqs. 115-116: the layer law is the mixture over node centres y ~ N(0, sigma_E^2) of "
+           "N(y, sigma_z^2); the convolution is N(0, sigma_z^2 + sigma_E^2) (SymPy: the product of the two moment "
+           "generating functions is that of N(0, sigma_z^2 + sigma_E^2)), i.e. q = V_chi + V_mu of the (q, c) "
+           "state. Correct (the integrand of Eq. 116 writes x for the argument z of its left-hand side).", conv)
+    d.step("Eqs. 117-119: LN of the layer divides node i by alpha = sqrt(sigma_z^2 + sigma_E^2) = sqrt(q) (the layer "
+           "mean tends to 0): N(mu, sigma^2) -> N(mu/alpha, sigma^2/alpha^2). Correct; this is the (q, c) -> (1, c) "
+           "map of LN before phi used by depth.gamma_ln_pre.")
+
+    mu, sig = sp.Symbol("mu", real=True), sp.Symbol("sigma", positive=True)
+    atom = ss.cdf(ss.Normal("Z", mu, sig))(0)             # P(Z <= 0): the mass ReLU sends to 0
+    require(symbolically_equal(atom, Phi(-mu / sig)), "ReLU atom")
+    total_as_printed = sp.simplify((Phi(mu / sig) + (1 - atom)).rewrite(sp.erf))
+    require(sp.simplify(total_as_printed - 1) != 0, "Eq. 120 total mass")
+    d.step("Eqs. 120-121: ReLU of N(mu, sigma^2) puts the mass P(Z <= 0) = Phi(-mu/sigma) at 0 (SymPy: the normal CDF "
+           "at 0). The printed atom Phi(mu/sigma) gives total mass Phi(mu/sigma) + (1 - Phi(-mu/sigma)) =",
+           total_as_printed)
+    d.erratum("norm-placement-bn-ln.txt App. F.1, Eqs. 120-121",
+              "f_Y(y) = Phi(mu/sigma) delta(y) + Theta(y) N(y; mu, sigma^2) (and Phi((mu/alpha)/(sigma/alpha)) in "
+              "Eq. 121)",
+              "the atom is Phi(-mu/sigma) = P(N(mu, sigma^2) <= 0); as printed the law has total mass 1 + erf(mu/"
+              "(sqrt 2 sigma)) != 1 unless mu = 0 (Eqs. 102-103, 131 with mu = 0 are right)",
+              "SymPy: normal CDF at 0 and the total mass (derivations/depth.py, App. F sweep)")
+
+    al = sp.Symbol("alpha", positive=True)
+    for name, power in (("rectified.mean", 1), ("rectified.var", 2)):
+        form = igbsym.get(name)
+        expr, sym = form.case(), form.symbols
+        scaled = expr.subs({sym["mu"]: sym["mu"] / al, sym["sigma"]: sym["sigma"] / al}, simultaneous=True)
+        require(sp.simplify(scaled * al**power - expr) == 0, f"Eqs. 122-123 ({name})")
+    d.step("Eqs. 122-123: E[ReLU(Z/alpha)] = E[ReLU Z]/alpha and Var[ReLU(Z/alpha)] = Var[ReLU Z]/alpha^2 for "
+           "alpha > 0 (SymPy on the registered rectified.mean and rectified.var). Correct: Lemma F.1 is only needed "
+           "for alpha > 0 here (Eqs. 122-124 write sigma_<z> for the sigma_E of Eq. 116: the same quantity).")
+
+    mean, var = igbsym.get("rectified.mean"), igbsym.get("rectified.var")
+
+    def ratio_after_ln(c, scale="7"):
+        """Eq. 124 at q = scale (any per-sample LN factor): c' = E_mu[m^2]/(E_mu[m^2] + E_mu[v]), m, v the rectified
+        mean and variance of node mu + N(0, (1 - c) q), centres mu ~ N(0, c q) (mpmath quadrature)."""
+        q_ = mpmath.mpf(scale)
+        sd, dps = mpmath.sqrt((1 - c) * q_), mpmath.mp.dps
+        at = lambda z: dict(mu=mpmath.sqrt(c * q_) * z, sigma=sd)  # noqa: E731
+        p_ = mpmath.quad(lambda z: mean.mp(dps, **at(z)) ** 2 * mpmath.npdf(z), [-mpmath.inf, 0, mpmath.inf])
+        v_ = mpmath.quad(lambda z: var.mp(dps, **at(z)) * mpmath.npdf(z), [-mpmath.inf, 0, mpmath.inf])
+        return p_ / (p_ + v_)
+    d.prove_numeric_identity("depth.corr_map", ratio_after_ln, [dict(c=cv) for cv in ("0.2", "0.7")], dps=20,
+                             tol=1e-14, reason="App. F.1 Eq. 124: Var_W(E_chi Z)/Var_chi(Z) after LN + ReLU, built "
+                                               "from node centres at a layer scale q = 7, is the no-norm ratio "
+                                               "(the LN factor cancels for ReLU)", activation="relu")
+
+    n0, swf = sp.Symbol("N_0", positive=True, integer=True), sp.Symbol("sigma_w", positive=True)
+    node_var = swf**2 / n0 * ss.ChiSquared("X", n0)        # sum_j w_ij^2 Var(x_j), w_ij ~ N(0, sigma_w^2/N_0)
+    e_nv, v_nv = sp.simplify(ss.E(node_var)), sp.simplify(ss.variance(node_var))
+    require(e_nv == swf**2 and sp.simplify(v_nv - 2 * swf**4 / n0) == 0, "Eq. 129")
+    d.step("Eqs. 127-130: E_chi Z_i = 0 (correct). The node variance sum_j w_ij^2 Var(x_j) over the N_0 inputs is "
+           "sigma_w^2/N_0 chi^2_{N_0}: mean and variance", sp.Matrix([e_nv, v_nv]))
+    d.erratum("norm-placement-bn-ln.txt App. F.2, Eqs. 128-130",
+              "sums over i = 1..N_1 of w_ij X_j, Var = N_1 sigma_w^2/N_1 = sigma_w^2 exactly, and N(0, sigma_{w_i}^2)",
+              "the sums run over j = 1..N_0 (fan-in), and sum_j w_ij^2 = sigma_w^2 holds only as N_0 -> inf: for "
+              "finite N_0 it is random with mean sigma_w^2 and variance 2 sigma_w^4/N_0 (Gaussian weights), which is "
+              "the node-dependent sigma_{w_i}^2 of Eq. 130",
+              "SymPy (sympy.stats chi-square moments)")
+
+    y0 = sp.Symbol("y", real=True)
+    relu_mass = sp.Rational(1, 2) + sp.integrate(sp.exp(-y0**2 / (2 * swf**2)) / sp.sqrt(2 * sp.pi * swf**2),
+                                                 (y0, 0, sp.oo))
+    require(sp.simplify(relu_mass - 1) == 0, "Eq. 131")
+    ys = sp.symbols("Y_1:6", real=True)
+    unsquared = sp.expand(sum(v - sum(ys) / 5 for v in ys))
+    require(unsquared == 0, "LN variance bullet")
+    d.step("Eqs. 131-133: ReLU of N(0, sigma_w^2): atom 1/2 plus the half-normal, total mass 1 (SymPy); identical "
+           "laws across nodes in the N_0 -> inf limit. Correct. The bullet before Eq. 134 defines the layer variance "
+           "as sum_i (Y_i - mu_hat)/N_1, which is identically 0 (SymPy, N_1 = 5):", unsquared)
+    d.erratum("norm-placement-bn-ln.txt App. F.2, the definition of (sigma_hat_a^(1))^2 before Eq. 134",
+              "(sigma_hat_a)^2 = sum_i (Y_i - mu_hat_a)/N_1", "sum_i (Y_i - mu_hat_a)^2/N_1 (the unsquared sum is 0)",
+              "SymPy expansion")
+    d.step("Eqs. 134-136: LN after ReLU standardises every node per sample; in the width limit the layer mean and "
+           "std are E_chi Y = sigma_w/sqrt(2 pi) and sqrt(Var_chi Y) for every node, so E_chi L_i = 0 and Var_chi "
+           "L_i = 1 (correct). Eqs. 137-139 and Thm F.3 (Eqs. 125-126): Z^(2)_i = sum_j w_ij L_j has centre "
+           "sum_j w_ij E_chi L_j = 0 for every node and variance sum_j w_ij^2 -> sigma_w^2: gamma = 0 at every "
+           "depth, which is the registered depth.gamma_ln_post = 0 (proved above; checked against torch LayerNorm "
+           "MLPs by check depth_placements).")
+    d.erratum("norm-placement-bn-ln.txt App. F.2, Eqs. 138-139",
+              "f_{Z_i^(1)} with weights w_j^(1)", "the law of Z_i^(2) (second layer), weights w_ij^(1)",
+              "reading against Eq. 137 (index typo, no change to the result)")
+
+
 def derive() -> Derivation:
     d = Derivation("depth", "Depth law of gamma and normalisation placement")
     mom = _map(d)
@@ -315,6 +419,7 @@ def derive() -> Derivation:
     _asymptotics(d)
     _placements(d, mom)
     _numeric_routes(d)
+    _appendix_f_sweep(d)
     return d
 
 

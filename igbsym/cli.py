@@ -1,13 +1,20 @@
-"""The ``igbsym`` command line: a thin layer over the registry (and over ``validation`` / ``derivations``).
+"""The ``igbsym`` command line: the argument parser and the commands over the registry.
 
 The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eval NAME k=v ... [--dps N]
 [--json]``, ``latex NAME`` / ``latex --all -o FILE.tex``, ``derive FAMILY``, ``validate [--family F] [--device D]
-[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``. Bad input prints one line and exits 2.
+[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``. Bad input prints one line saying what
+is wrong and what is allowed, and exits 2.
+
+The core package never imports ``derivations`` or ``validation`` (DESIGN): ``derive``, ``validate`` and ``run``
+are dispatched by name ("module:function", imported at dispatch time) to ``derivations.cli`` and
+``validation.commands``, which check every argument before any long work starts.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,9 +26,67 @@ from .errors import InputError, NumericalError
 from .latex import document
 
 
+DPS_MIN, DPS_MAX = 5, 1000   # closed forms: 1000 digits take < 1 s for every registered expression
+DPS_MAX_NUMERIC = 100        # numeric routes (mpmath.quad): 100 digits take up to ~10 s, 200 digits a minute
+SEED_MAX = 2**63 - 1
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        if "allowed:" not in message and "choose from" not in message:
+            message += "; allowed: " + " ".join(self.format_usage().split()).removeprefix("usage: ")
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _int_range(option: str, lo: int, hi: int):
+    """An argparse ``type``: an integer lo..hi, read without float conversion (any digit count is safe)."""
+    def parse(raw: str) -> int:
+        text = raw.strip()
+        digits = text.lstrip("+-")
+        if not digits.isdigit() or len(digits) > 30 or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(f"{option} {raw!r} is not allowed; allowed: an integer {lo}..{hi}")
+        return int(text)
+    return parse
+
+
+def writable_file(path: str, option: str) -> Path:
+    """Check, before any work, that ``path`` can be written as a file (its nearest existing ancestor is a
+    writable directory); one-line InputError otherwise."""
+    target = Path(path)
+    if not path or target.is_dir():
+        raise InputError(f"{option} {path!r} is a directory or empty; allowed: a file path")
+    writable_dir(str(target.parent), option, what=f"the folder of {path!r}")
+    return target
+
+
+def writable_dir(path: str, option: str, what: str | None = None) -> Path:
+    """Check, before any work, that ``path`` is (or can be created as) a writable directory."""
+    what = what or repr(path)
+    if not path or "\0" in path:
+        raise InputError(f"{option} {path!r} is not allowed; allowed: a directory path")
+    target = Path(path)
+    probe = target
+    while not probe.exists():
+        if probe.is_symlink() or probe.parent == probe:
+            raise InputError(f"{option}: {what} cannot be created; allowed: a path under an existing directory")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"{option}: {what} cannot be a directory because {str(probe)!r} is a file; allowed: a "
+                         "path whose existing parts are directories")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"{option}: {what} is not writable ({str(probe)!r} denies it); allowed: a writable "
+                         "directory")
+    return target
+
+
+def write_text(path: Path, text: str, option: str):
+    """Write a result file; an OS refusal becomes one line (the path was checked, but the disk may still say no)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise InputError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc}); allowed: a writable "
+                         "file path") from None
 
 
 def _parse_assignments(form, items: list) -> dict:
@@ -30,13 +95,14 @@ def _parse_assignments(form, items: list) -> dict:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key or not raw:
-            raise InputError(f"{form.name}: malformed argument {item!r}; expected key=value with key in "
+            raise InputError(f"{form.name}: malformed argument {item!r}; allowed: key=value with key in "
                              + ", ".join(params))
         if key not in params:
             raise InputError(f"{form.name}: unknown parameter {key}; parameters are "
                              + ", ".join(form.signature_parts()))
         if key in values:
-            raise InputError(f"{form.name}: parameter {key} given twice")
+            raise InputError(f"{form.name}: parameter {key} given twice; give each of "
+                             + ", ".join(params) + " at most once")
         values[key] = params[key].parse(form.name, raw)
     return values
 
@@ -80,6 +146,10 @@ def cmd_eval(args):
     form = registry.get(args.name)
     values = _parse_assignments(form, args.assignments)
     if args.dps is not None:
+        structural = {p.name: values[p.name] for p in form.structural_params if p.name in values}
+        if args.dps > DPS_MAX_NUMERIC and not form.is_exact(**structural):
+            raise InputError(f"{form.name}: --dps {args.dps} is not allowed for this case (a numeric route, mpmath "
+                             f"quadrature); allowed: an integer {DPS_MIN}..{DPS_MAX_NUMERIC}")
         out = form.mp(args.dps, **values)
         if isinstance(out, mpmath.matrix):  # matrix-valued form: rows of strings
             value = [[mpmath.nstr(out[i, j], args.dps, strip_zeros=False) for j in range(out.cols)]
@@ -100,46 +170,26 @@ def cmd_eval(args):
         print(value)
 
 
+LATEX_USAGE = "igbsym latex NAME [key=value ...], or igbsym latex --all [-o FILE.tex]"
+
+
 def cmd_latex(args):
     if args.all:
         if args.name:
-            raise InputError("latex: give either NAME or --all, not both")
+            raise InputError(f"latex: give either NAME or --all, not both; allowed: {LATEX_USAGE}")
+        target = writable_file(args.output, "latex -o") if args.output is not None else None
         text = document(registry.forms())
-        if args.output:
-            Path(args.output).write_text(text)
+        if target is not None:
+            write_text(target, text, "latex -o")
             print(f"wrote {args.output} ({len(registry.forms())} forms)")
         else:
             print(text)
         return
     if not args.name:
-        raise InputError("latex: give a form NAME or --all")
+        raise InputError(f"latex: give a form NAME or --all; allowed: {LATEX_USAGE}")
     form = registry.get(args.name)
     structural = _parse_assignments(form, args.assignments)
     print(form.latex(**structural))
-
-
-def cmd_derive(args):
-    import derivations
-    from derivations.base import document as derivation_document
-    families = derivations.modules() if args.family in (None, "all") else [args.family]
-    done = []
-    outdir = Path(args.output)
-    outdir.mkdir(parents=True, exist_ok=True)
-    for fam in families:
-        d = derivations.run(fam)
-        path = outdir / f"{fam}.tex"
-        path.write_text(derivation_document([d], title=d.title))
-        kinds = {}
-        for p in d.proofs:
-            kinds[p.kind] = kinds.get(p.kind, 0) + 1
-        print(f"{fam}: {len(d.proofs)} proofs {kinds}, {len(d.errata)} errata -> {path}")
-        done.append(d)
-    return done
-
-
-def cmd_validate(args):
-    from validation import cli as vcli
-    return vcli.run(args)
 
 
 def cmd_predict(args):
@@ -147,15 +197,16 @@ def cmd_predict(args):
     return predict.run(args)
 
 
-def cmd_run(args):
-    """The main job: derive every family, validate (quick by default), write the report."""
-    cmd_derive(argparse.Namespace(family="all", output=str(Path(args.report) / "derivations")))
-    return cmd_validate(args)
+def dispatch(target: str):
+    """The function named "module:function" (command implementations outside the core package)."""
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="igbsym", description="Closed forms for the statistics of untrained neural networks.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p.commands = sub.choices   # name -> subparser, for errors reported with the subcommand's own usage
 
     s = sub.add_parser("list", help="list registered closed forms")
     s.add_argument("--json", action="store_true")
@@ -169,7 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("eval", help="evaluate a form: igbsym eval NAME key=value ...")
     s.add_argument("name")
     s.add_argument("assignments", nargs="*", metavar="key=value")
-    s.add_argument("--dps", type=int, default=None, help="evaluate with mpmath at N digits and print them all")
+    s.add_argument("--dps", type=_int_range("--dps", DPS_MIN, DPS_MAX), default=None, metavar="N",
+                   help=f"evaluate with mpmath at N digits ({DPS_MIN}..{DPS_MAX}; numeric routes up to "
+                        f"{DPS_MAX_NUMERIC}) and print them all")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
 
@@ -183,10 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("derive", help="run a family's derivation (or all) and write its LaTeX")
     s.add_argument("family", nargs="?", default="all")
     s.add_argument("-o", "--output", default="derivations-out")
-    s.set_defaults(func=cmd_derive)
+    s.set_defaults(func="derivations.cli:derive")
 
-    for name, func, helptext in (("validate", cmd_validate, "check closed forms against torch simulations"),
-                                 ("run", cmd_run, "main job: derive + validate + report")):
+    for name, func, helptext in (("validate", "validation.commands:validate",
+                                  "check closed forms against torch simulations"),
+                                 ("run", "validation.commands:run", "main job: derive + validate + report")):
         s = sub.add_parser(name, help=helptext)
         s.add_argument("--family", default=None)
         s.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
@@ -194,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
         mode.add_argument("--thorough", dest="mode", action="store_const", const="thorough")
         s.add_argument("--report", default="report" if name == "run" else None, help="write the report here")
-        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--seed", type=_int_range("--seed", 0, SEED_MAX), default=0)
         if name == "validate":
             s.add_argument("--list", action="store_true", help="which forms have a check")
             s.add_argument("--json", action="store_true")
@@ -219,13 +273,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse(argv=None) -> argparse.Namespace:
+    """Parse the command line; an unknown option is reported by the subcommand it was given to, with its usage."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and hasattr(args, "assignments"):   # key=value after an option (eval NAME --dps 30 x=1) is still one
+        args.assignments += [e for e in extra if "=" in e and not e.startswith("-")]
+        extra = [e for e in extra if not ("=" in e and not e.startswith("-"))]
+    if extra:
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv=None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        rc = args.func(args)
+        args = parse(argv)
+        func = dispatch(args.func) if isinstance(args.func, str) else args.func
+        rc = func(args)
         return rc if isinstance(rc, int) else 0
     except (InputError, NumericalError) as exc:
-        print(f"igbsym: error: {exc}", file=sys.stderr)
+        line = str(exc).replace("\r", "\\r").replace("\n", "\\n")   # one line, even if the input held newlines
+        print(f"igbsym: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("igbsym: interrupted", file=sys.stderr)

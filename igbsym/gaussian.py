@@ -12,17 +12,11 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
-Z_MAX = 13.0
+from .numerics import normal_nodes
+
+_nodes = normal_nodes  # TEMPORARY for the merge: depth.py / spec.py still import it; delete once they import numerics
+
 ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
-
-
-def _nodes(h: float):
-    edges = np.linspace(-Z_MAX, Z_MAX, int(np.ceil(2 * Z_MAX / h)) + 1)
-    mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
-    z = (mid[:, None] + half[:, None] * _GL_X).ravel()
-    w = (half[:, None] * _GL_W).ravel() * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
-    return z, w
 
 
 def expect(f, sigma, *args, chunk: int = 4096):
@@ -32,7 +26,7 @@ def expect(f, sigma, *args, chunk: int = 4096):
     flat_s, flat_a, flat_o = sigma.ravel(), [v.ravel() for v in args], out.reshape(-1)
     for start in range(0, flat_s.size, chunk):
         s = flat_s[start:start + chunk]
-        z, w = _nodes(min(0.05, 0.4 / max(float(s.max()), 1e-300)))
+        z, w = normal_nodes(min(0.05, 0.4 / max(float(s.max()), 1e-300)))
         vals = f(s[:, None] * z, *[v[start:start + chunk, None] for v in flat_a])
         flat_o[start:start + chunk] = vals @ w
     return out[()] if out.ndim == 0 else out

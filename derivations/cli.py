@@ -1,0 +1,36 @@
+"""``igbsym derive [FAMILY] [-o DIR]``: run derivations and write each family's LaTeX (dispatched by name from
+igbsym/cli.py, so the core package never imports this one). Arguments are checked before any derivation runs."""
+from __future__ import annotations
+
+import derivations
+from igbsym.cli import write_text, writable_dir
+from igbsym.errors import InputError
+
+from .base import document
+
+
+def families(family) -> list:
+    """The families named by the ``derive`` argument ('all' or None: every derivation module)."""
+    names = derivations.modules()
+    if family in (None, "all"):
+        return names
+    if family not in names:
+        raise InputError(f"derive: unknown derivation family {family!r}; allowed: all, {', '.join(names)}")
+    return [family]
+
+
+def derive(args) -> list:
+    """Run the selected derivations; write ``<output>/<family>.tex``; print one summary line per family."""
+    selected = families(args.family)
+    outdir = writable_dir(args.output, "derive -o")
+    done = []
+    for fam in selected:
+        d = derivations.run(fam)
+        path = outdir / f"{fam}.tex"
+        write_text(path, document([d], title=d.title), "derive -o")
+        kinds = {}
+        for p in d.proofs:
+            kinds[p.kind] = kinds.get(p.kind, 0) + 1
+        print(f"{fam}: {len(d.proofs)} proofs {kinds}, {len(d.errata)} errata -> {path}")
+        done.append(d)
+    return done
