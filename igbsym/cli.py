@@ -2,7 +2,9 @@
 
 The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eval NAME k=v ... [--dps N]
 [--json]``, ``latex NAME`` / ``latex --all -o FILE.tex``, ``derive FAMILY``, ``validate [--family F] [--device D]
-[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``. Bad input prints one line and exits 2.
+[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``,
+``sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json]
+[--plot DIR]``. Bad input prints one line and exits 2.
 """
 from __future__ import annotations
 
@@ -147,6 +149,11 @@ def cmd_predict(args):
     return predict.run(args)
 
 
+def cmd_sweep(args):
+    from validation import sweep
+    return sweep.main(args)
+
+
 def cmd_run(args):
     """The main job: derive every family, validate (quick by default), write the report."""
     cmd_derive(argparse.Namespace(family="all", output=str(Path(args.report) / "derivations")))
@@ -212,6 +219,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.set_defaults(func=cmd_predict)
+
+    s = sub.add_parser("sweep", help="sweep GRID.toml: simulate a grid into a resumable store (torchrun shards it); "
+                       "sweep show DB: its results")
+    s.add_argument("target", metavar="GRID.toml|show")
+    s.add_argument("db_pos", nargs="?", metavar="DB", help="with show: the sweep database")
+    s.add_argument("--db", default=None, help="result store (default: sweep.db beside the grid file)")
+    s.add_argument("--inits", type=int, default=None)
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
+    mode.add_argument("--thorough", dest="mode", action="store_const", const="thorough")
+    s.add_argument("--device", default=None)
+    s.add_argument("--format", default=None, help="show: table, csv or json")
+    s.add_argument("--plot", default=None, metavar="DIR", help="show: write gamma plots here")
+    s.set_defaults(func=cmd_sweep, mode=None)
     return p
 
 
