@@ -143,7 +143,7 @@ def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
     except (OSError, UnicodeDecodeError) as exc:
         _fail(path, f"cannot read the grid file ({exc})")
     except tomllib.TOMLDecodeError as exc:
-        _fail(path, f"TOML syntax error: {exc}; see the grid format in validation/grid.py")
+        _fail(path, f"TOML syntax error: {exc}; allowed: TOML with the tables [run], [fixed], [axes]")
     for table in raw:
         if table not in TABLES or not isinstance(raw[table], dict):
             _fail(path, f"unknown table [{table}]; allowed tables: [run], [fixed], [axes]")
@@ -166,17 +166,17 @@ def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
             _fail(path, f"unknown setting fixed.{key}; allowed: {allowed}")
         _check(path, f"fixed.{key}", key, value, KINDS)
     if not axes:
-        _fail(path, "empty grid: give an [axes] table with at least one axis (a list of values)")
+        _fail(path, "empty grid: no [axes] table; allowed: an [axes] table of one or more non-empty lists")
     for key, values in axes.items():
         if key not in KINDS:
             _fail(path, f"unknown axis axes.{key}; allowed: {allowed}")
         if key in fixed:
-            _fail(path, f"{key} is both in [fixed] and in [axes]; give it in one place")
+            _fail(path, f"{key} is both in [fixed] and in [axes]; allowed: one place")
         if not isinstance(values, list):
             _fail(path, f"axes.{key} = {values!r} is not allowed; allowed: a list of values, each "
                   f"{KINDS[key][1]}")
         if not values:
-            _fail(path, f"empty grid: axes.{key} is an empty list; give at least one value")
+            _fail(path, f"empty grid: axes.{key} is an empty list; allowed: a non-empty list, each {KINDS[key][1]}")
         for i, v in enumerate(values):
             _check(path, f"axes.{key}[{i}]", key, v, KINDS)
         if len({repr(v) for v in values}) < len(values):
@@ -185,7 +185,7 @@ def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
     if "widths" in names or "widths" in fixed:
         for clash in ("width", "depth"):
             if clash in names or clash in fixed:
-                _fail(path, f"give either widths or width/depth, not both (found widths and {clash})")
+                _fail(path, f"both widths and {clash} are given; allowed: either widths or width/depth")
     points, seen = [], set()
     for combo in itertools.product(*(axes[k] for k in names)):
         label = dict(zip(names, combo))
