@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, finished REAL, grid TEXT, ranks INTEGER,
     points INTEGER, points_done_before INTEGER, chunks_computed INTEGER DEFAULT 0,
-    chunks_reused INTEGER DEFAULT 0);
+    chunks_reused INTEGER DEFAULT 0, comm_seconds REAL);
 """
 
 
@@ -94,13 +94,17 @@ class Store:
         done = {r[0] for r in self.db.execute("SELECT idx FROM chunks WHERE point = ?", (key,))}
         return row is not None and row[0] is not None, done
 
-    def put_chunk(self, key, idx, first_init, units: np.ndarray, fields) -> bool:
-        """Checkpoint one chunk; False if it was already there (then nothing is written)."""
-        units = np.ascontiguousarray(units, dtype="<f8")
+    def put_chunks(self, chunks) -> int:
+        """Checkpoint chunks [(point key, idx, first_init, units [n, F], fields)] in one transaction; returns how
+        many were new (a chunk already stored is left as it is)."""
+        new = 0
         with self.write() as db:
-            cur = db.execute("INSERT OR IGNORE INTO chunks VALUES (?,?,?,?,?,?)",
-                             (key, idx, first_init, units.shape[0], json.dumps(fields), units.tobytes()))
-        return cur.rowcount == 1
+            for key, idx, first_init, units, fields in chunks:
+                units = np.ascontiguousarray(units, dtype="<f8")
+                new += db.execute("INSERT OR IGNORE INTO chunks VALUES (?,?,?,?,?,?)",
+                                  (key, idx, first_init, units.shape[0], json.dumps(fields),
+                                   units.tobytes())).rowcount
+        return new
 
     def units(self, key) -> tuple:
         """All checkpointed units of a point, ordered by init: (fields, [n_inits, F] float64, first inits)."""
@@ -141,11 +145,13 @@ class Store:
             db.execute("UPDATE runs SET chunks_computed = chunks_computed + ?, chunks_reused = chunks_reused + ? "
                        "WHERE id = ?", (computed, reused, run_id))
 
-    def end_run(self, run_id):
+    def end_run(self, run_id, comm_seconds=0.0):
+        """Mark a run finished; ``comm_seconds``: rank 0's time in collectives (waits for other ranks included)."""
         with self.write() as db:
-            db.execute("UPDATE runs SET finished = ? WHERE id = ?", (time.time(), run_id))
+            db.execute("UPDATE runs SET finished = ?, comm_seconds = ? WHERE id = ?", (time.time(), comm_seconds,
+                                                                                       run_id))
 
     def runs(self) -> list:
         cols = ("id", "started", "finished", "grid", "ranks", "points", "points_done_before", "chunks_computed",
-                "chunks_reused")
+                "chunks_reused", "comm_seconds")
         return [dict(zip(cols, r)) for r in self.db.execute(f"SELECT {', '.join(cols)} FROM runs ORDER BY id")]

@@ -152,7 +152,7 @@ class Comm:
             return mine[None]
         buf = torch.zeros((self.world, slot_rows, n_fields), dtype=torch.float64, device=self.device)
         if mine is not None:
-            buf[self.rank, :mine.shape[0]] = torch.from_numpy(mine).to(self.device)
+            buf[self.rank, :mine.shape[0], :mine.shape[1]] = torch.from_numpy(mine).to(self.device)
         t0 = time.perf_counter()
         self.dist.all_reduce(buf, op=self.dist.ReduceOp.SUM)
         self.seconds += time.perf_counter() - t0
@@ -169,68 +169,79 @@ def default_db(grid_path) -> Path:
 
 
 def run_grid(grid, db_path, device, comm, progress=True) -> dict:
-    """Simulate every unfinished point of ``grid`` into the store; returns the run summary (rank 0)."""
+    """Simulate every unfinished point of ``grid`` into the store; returns the run summary (rank 0).
+
+    The work list is every missing (point, chunk) pair in grid order; it is dealt to the ranks in rounds of K
+    (one chunk per rank per round), so K ranks stay busy even when a point has fewer than K chunks. After each
+    round rank 0 stores the round's chunks in one transaction and finishes every point whose chunks are all in.
+    """
     from tqdm import tqdm
     seed, inits, chunk = grid.run["seed"], grid.run["inits"], grid.run["chunk"]
     lead = comm.rank == 0
     store = Store(db_path) if lead else None
     keys = [point_key(p.config, seed, inits, chunk) for p in grid.points]
+    states = None
     if lead:
         for key, p in zip(keys, grid.points):
             store.add_point(key, p.config, p.label, seed, inits, chunk)
-        n_done = sum(store.state(k)[0] for k in keys)
-        run_id = store.start_run(grid.path, comm.world, len(keys), n_done)
+        states = [store.state(k) for k in keys]
+        run_id = store.start_run(grid.path, comm.world, len(keys), sum(done for done, _ in states))
+    states = comm.bcast(states)
     n_chunks = -(-inits // chunk)
+    fields = [unit_fields(len(p.spec.widths)) for p in grid.points]
+    width = max(len(f) for f in fields)
 
     def rows(c):
         return min(chunk, inits - c * chunk)
-    computed = reused = 0
+    open_points = [i for i, (done, _) in enumerate(states) if not done]
+    work = [(i, c) for i in open_points for c in range(n_chunks) if c not in states[i][1]]
+    missing = {i: sum(1 for j, _ in work if j == i) for i in open_points}
+    reused = sum(n_chunks - missing[i] for i in open_points)
     t_start = time.perf_counter()
     quiet = not (lead and progress)
-    bar_points = tqdm(total=len(keys), desc="sweep points", unit="point", file=sys.stderr, disable=quiet)
-    bar_inits = tqdm(total=inits * len(keys), desc="inits", unit="init", file=sys.stderr, disable=quiet,
-                     leave=False)
-    for key, p in zip(keys, grid.points):
-        bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
-        finished, have = comm.bcast(store.state(key) if lead else None)
-        if finished:
-            bar_points.update()
-            bar_inits.update(inits)
-            continue
-        todo = [c for c in range(n_chunks) if c not in have]
-        bar_inits.update(sum(rows(c) for c in have))
-        fields = unit_fields(len(p.spec.widths))
-        if lead and len(todo) < n_chunks:
-            store.count_run(run_id, reused=n_chunks - len(todo))
-            reused += n_chunks - len(todo)
-        for r0 in range(0, len(todo), comm.world):
-            batch = todo[r0:r0 + comm.world]
-            mine = None
-            if comm.rank < len(batch):
-                c = batch[comm.rank]
-                mine = simulate_chunk(p.spec, p.config, seed, c * chunk, rows(c), comm.device)
-            units = comm.gather_units(mine, chunk, len(fields))
-            if lead:
-                for j, c in enumerate(batch):
-                    store.put_chunk(key, c, c * chunk, units[j, :rows(c)], fields)
-                store.count_run(run_id, computed=len(batch))
-            computed += len(batch)
-            bar_inits.update(sum(rows(c) for c in batch))
+    bar_points = tqdm(total=len(keys), initial=len(keys) - len(open_points), desc="sweep points", unit="point",
+                      file=sys.stderr, disable=quiet)
+    bar_inits = tqdm(total=inits * len(keys), initial=inits * len(keys) - sum(rows(c) for _, c in work),
+                     desc="inits", unit="init", file=sys.stderr, disable=quiet, leave=False)
+
+    def finish(i):
         if lead:
-            got_fields, data, firsts = store.units(key)
-            if data.shape[0] != inits or got_fields != fields:
-                raise RuntimeError(f"sweep: store {db_path} holds {data.shape[0]} of {inits} inits of point {key}")
-            store.finish(key, summarise(p.config, seed, fields, data))
+            got, data, _ = store.units(keys[i])
+            if data.shape[0] != inits or got != fields[i]:
+                raise RuntimeError(f"sweep: store {db_path} holds {data.shape[0]} of {inits} inits of point {keys[i]}")
+            store.finish(keys[i], summarise(grid.points[i].config, seed, fields[i], data))
         bar_points.update()
+    if lead and reused:
+        store.count_run(run_id, reused=reused)
+    for i in [i for i in open_points if missing[i] == 0]:      # all chunks in, killed before the summary
+        finish(i)
+    for r0 in range(0, len(work), comm.world):
+        batch = work[r0:r0 + comm.world]
+        mine = None
+        if comm.rank < len(batch):
+            i, c = batch[comm.rank]
+            p = grid.points[i]
+            bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
+            mine = simulate_chunk(p.spec, p.config, seed, c * chunk, rows(c), comm.device)
+        units = comm.gather_units(mine, chunk, width)
+        if lead:
+            store.put_chunks([(keys[i], c, c * chunk, units[j, :rows(c), :len(fields[i])], fields[i])
+                              for j, (i, c) in enumerate(batch)])
+            store.count_run(run_id, computed=len(batch))
+        bar_inits.update(sum(rows(c) for _, c in batch))
+        for i, _ in batch:
+            missing[i] -= 1
+            if missing[i] == 0:
+                finish(i)
     bar_inits.close()
     bar_points.close()
     if not lead:
         return {}
-    store.end_run(run_id)
+    store.end_run(run_id, comm.seconds)
     store.close()
-    return {"db": str(db_path), "points": len(keys), "points_done_before": n_done, "chunks_computed": computed,
-            "chunks_reused": reused, "ranks": comm.world, "seconds": time.perf_counter() - t_start,
-            "collective_seconds": comm.seconds, "run_id": run_id}
+    return {"db": str(db_path), "points": len(keys), "points_done_before": len(keys) - len(open_points),
+            "chunks_computed": len(work), "chunks_reused": reused, "ranks": comm.world,
+            "seconds": time.perf_counter() - t_start, "collective_seconds": comm.seconds, "run_id": run_id}
 
 
 def cmd_run(args) -> int:
