@@ -7,7 +7,9 @@
    slower rank) as a fraction of the loop;
 3. the bare all-reduce of one round's buffer ([2, chunk, F] float64, F = 1 + 2·depth) timed in a 2-rank
    torchrun (``--allreduce-only`` is that worker);
-4. that the 2-rank store equals the 1-rank one bit for bit.
+4. that the 2-rank store equals the 1-rank one bit for bit;
+5. store growth: bytes per finished point (depth 4, 64 inits in 4 chunks, per-init units kept) from 1000
+   synthetic points written through validation.store.Store, the file VACUUMed.
 Times are the best of ``--repeat``; on a shared machine read the ratios, not the seconds.
 Results go to stdout and ``bench/results_sweep.json``.
 """
@@ -71,6 +73,36 @@ def allreduce_worker(chunk, fields, repeat=200):
     dist.destroy_process_group()
 
 
+def store_bytes_per_point(n_points=1000, inits=64, chunk=16, depth=4):
+    """File size per point of a store holding ``n_points`` finished points (synthetic units, real schema)."""
+    import numpy as np
+    sys.path.insert(0, str(ROOT))
+    from validation.store import Store, point_key
+    from validation.sweep import unit_fields
+    fields = unit_fields(depth)
+    rng = np.random.default_rng(0)
+    config = {"d_in": 128, "widths": [128] * depth, "activation": "relu", "a": 0.01, "weight_law": "normal",
+              "sigma_w": 1.0, "pool": None, "norm": None, "placement": "pre", "bn_batch": None, "n_classes": 2,
+              "srelu_shift": None, "n_data": 1024, "data_law": "gaussian", "fresh_data": False, "estimator": "moment"}
+    layer = {"layer": 1, "gamma": 0.4, "se": 0.04, "pred": 0.46, "z": -1.5}
+    result = {"gamma": 0.4, "se": 0.04, "pred": 0.46, "z": -1.5, "inits": inits, "layers": [layer] * depth,
+              "source": "depth.gamma", "g0_mean": 0.5, "g0_sd": 0.2, "ks_stat": 0.1, "ks_p": 0.5}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "size.db"
+        store = Store(path)
+        for i in range(n_points):
+            cfg = {**config, "sigma_w": 1.0 + i * 1e-6}
+            key = point_key(cfg, 0, inits, chunk)
+            store.add_point(key, cfg, {"sigma_w": cfg["sigma_w"]}, 0, inits, chunk)
+            store.put_chunks([(key, c, c * chunk, rng.standard_normal((chunk, len(fields))), fields)
+                              for c in range(inits // chunk)])
+            store.finish(key, result)
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.execute("VACUUM")
+        store.close()
+        return path.stat().st_size / n_points
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inits", type=int, default=64)
@@ -101,7 +133,7 @@ def main():
         "collective_seconds_2_ranks": best[2][1], "collective_fraction": best[2][1] / best[2][0],
         "allreduce_seconds_per_round": bare["allreduce_seconds"], "allreduce_bytes_per_round": bare["bytes"],
         "allreduce_fraction": rounds * bare["allreduce_seconds"] / best[2][0],
-        "bit_identical": stores[1] == stores[2]})
+        "bit_identical": stores[1] == stores[2], "store_bytes_per_point": store_bytes_per_point()})
     for k, v in out.items():
         print(f"{k}: {v}")
     (ROOT / "bench" / "results_sweep.json").write_text(json.dumps(out, indent=1) + "\n")

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from igbsym.errors import InputError
+from igbsym.errors import InputError, NumericalError
 
 from . import grid as gridmod
 from .store import Store, point_key
@@ -109,10 +109,10 @@ def summarise(config, seed, fields, units) -> dict:
         stat, p = ks_test(jitter_g0(g0, config["n_data"], seed), lambda x: cdf.numpy(g=np.clip(x, 0, 1),
                                                                                       gamma=pred[-1]))
         out.update(ks_stat=stat, ks_p=p)
-    for k, v in list(out.items()):   # never a silent NaN in the store
-        if isinstance(v, float) and not math.isfinite(v):
-            from igbsym.errors import NumericalError
-            raise NumericalError(f"sweep: {k} = {v} for point {config}")
+    for row in [out, *layers]:   # never a silent NaN or inf in the store
+        for k, v in row.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise NumericalError(f"sweep: {k} = {v} (layer {row.get('layer', depth)}) for point {config}")
     return out
 
 
