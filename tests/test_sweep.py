@@ -220,3 +220,7 @@ def test_show_formats_and_plot(single, tmp_path, capsys):
     assert main(["sweep", "show", str(db), "--format", "yaml"]) == 2
     assert main(["sweep", "show", str(tmp_path / "missing.db")]) == 2
     assert not (tmp_path / "missing.db").exists()
+    text = _write(tmp_path / "notes.txt", "not a database\n")
+    assert main(["sweep", "show", str(text)]) == 2
+    assert main(["sweep", str(single[0]), "--db", str(text)]) == 2
+    assert text.read_text() == "not a database\n"

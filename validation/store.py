@@ -59,14 +59,20 @@ class Store:
         if not create and not self.path.exists():
             raise InputError(f"{self.path}: no such sweep database")
         self.db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-        self.db.execute("PRAGMA busy_timeout = 60000")
-        self.db.execute("PRAGMA synchronous = NORMAL")   # with WAL: a killed process loses no commit
-        if create:
-            self.db.execute("PRAGMA journal_mode = WAL")
-            with self.write():
-                for stmt in SCHEMA.split(";"):
-                    if stmt.strip():
-                        self.db.execute(stmt)
+        try:
+            self.db.execute("PRAGMA busy_timeout = 60000")
+            self.db.execute("PRAGMA synchronous = NORMAL")   # with WAL: a killed process loses no commit
+            if create:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                with self.write():
+                    for stmt in SCHEMA.split(";"):
+                        if stmt.strip():
+                            self.db.execute(stmt)
+            self.db.execute("SELECT key FROM points LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise InputError(f"{self.path} is not a sweep database ({exc}); allowed: a file written by "
+                             "igbsym sweep, or a new path") from None
 
     def write(self):
         """A context manager: one BEGIN IMMEDIATE … COMMIT transaction (rolled back on error)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -117,8 +116,6 @@ def cmd_show(args) -> int:
     store = Store(args.db_pos, create=False)
     try:
         points = store.points()
-    except sqlite3.DatabaseError as exc:
-        raise InputError(f"sweep show: {args.db_pos} is not a sweep database ({exc})") from None
     finally:
         store.close()
     if fmt == "json":
