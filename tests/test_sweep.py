@@ -125,7 +125,7 @@ def test_rerun_recomputes_nothing(single):
     assert _chunks(db) == before
 
 
-def test_kill_mid_point_and_resume(tmp_path):
+def test_kill_mid_point_and_resume(tmp_path, capsys):
     """SIGKILL after the first checkpointed chunk; the re-run computes only the missing chunks."""
     text = """
 [run]
@@ -158,6 +158,8 @@ activation = ["relu"]
     kept = _rows(db, "SELECT COUNT(*) FROM chunks")[0][0]
     assert 1 <= kept < 12, f"kill did not land mid-point ({kept} of 12 chunks)"
     assert list(_results(db).values()) == [None]
+    _sweep("show", db)
+    assert f"partial {kept}/12 chunks" in capsys.readouterr().out
     _sweep(grid, "--db", db)
     run = _rows(db, "SELECT chunks_computed, chunks_reused FROM runs ORDER BY id")[-1]
     assert run == (12 - kept, kept)                 # the checkpoint was used: only the missing chunks recomputed
@@ -181,6 +183,25 @@ def test_two_concurrent_writers(single, tmp_path):
     assert _results(db) == _results(ref) and len(_results(ref)) == 4
     assert _chunks(db) == _chunks(ref)              # no chunk lost or duplicated
     assert _rows(db, "SELECT COUNT(*) FROM runs WHERE finished IS NOT NULL")[0][0] == 2
+
+
+def test_grid_modes_defaults_and_point_key(tmp_path, monkeypatch):
+    from validation import grid as gridmod
+    from validation.store import point_key
+    path = _write(tmp_path / "g.toml", SMALL.replace("[fixed]", "[fixed]\npool = 1\nnorm = \"none\""))
+    quick, thorough = gridmod.load(path), gridmod.load(path, mode="thorough")
+    assert (quick.run["inits"], thorough.run["inits"], gridmod.load(path, inits=7).run["inits"]) == (10, 40, 7)
+    p = quick.points[1]
+    assert p.label == {"depth": 1, "activation": "tanh"}
+    assert (p.spec.d_in, p.spec.widths, p.spec.pool, p.spec.norm) == (16, (16,), None, None)
+    assert gridmod.spec_of(p.config) == p.spec
+    key = point_key(p.config, 3, 10, 4)
+    assert key == point_key(dict(reversed(list(p.config.items()))), 3, 10, 4)     # order-free
+    changed = [point_key(p.config, 4, 10, 4), point_key(p.config, 3, 11, 4), point_key(p.config, 3, 10, 5),
+               point_key({**p.config, "estimator": "other"}, 3, 10, 4)]
+    monkeypatch.setattr(igbsym, "__version__", igbsym.__version__ + ".post1")
+    changed.append(point_key(p.config, 3, 10, 4))
+    assert key not in changed and len(set(changed)) == 5
 
 
 BAD_GRIDS = {

@@ -33,12 +33,17 @@ from igbsym.errors import InputError
 
 from .simulate import ACTIVATIONS, DATA_LAWS, WEIGHT_LAWS, NetSpec
 
-ESTIMATORS = ("moment",)   # validation/sweep.py ESTIMATORS; a new estimator is a new name there and here
 NORM_NAMES = ("none", "batchnorm", "layernorm", "rmsnorm")
 RUN_KEYS = {"seed": 0, "inits": 64, "chunk": 16}
 DEFAULTS = {"width": 64, "depth": 1, "n_data": 1024, "data_law": "gaussian", "fresh_data": False,
             "estimator": "moment", "activation": "relu", "a": 0.01, "weight_law": "normal", "sigma_w": 1.0,
             "norm": "none", "placement": "pre", "n_classes": 2}
+
+
+def _estimators() -> tuple:
+    """The estimator names (validation/sweep.py ESTIMATORS is the one list; imported late: sweep imports grid)."""
+    from .sweep import ESTIMATORS
+    return tuple(ESTIMATORS)
 
 
 def _pos_int(v):
@@ -69,7 +74,7 @@ KINDS = {
     "n_data": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
     "data_law": (lambda v: v in DATA_LAWS, "one of " + ", ".join(DATA_LAWS)),
     "fresh_data": (lambda v: isinstance(v, bool), "true or false"),
-    "estimator": (lambda v: v in ESTIMATORS, "one of " + ", ".join(ESTIMATORS)),
+    "estimator": (lambda v: v in _estimators(), lambda: "one of " + ", ".join(_estimators())),
 }
 RUN_KINDS = {"seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                       "a non-negative integer"),
@@ -102,7 +107,7 @@ def _fail(path, msg):
 def _check(path, where, key, value, kinds):
     ok, allowed = kinds[key]
     if not ok(value):
-        _fail(path, f"{where} = {value!r} is not allowed; allowed: {allowed}")
+        _fail(path, f"{where} = {value!r} is not allowed; allowed: {allowed() if callable(allowed) else allowed}")
 
 
 def _spec(config: dict) -> NetSpec:
@@ -173,10 +178,9 @@ def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
         if key in fixed:
             _fail(path, f"{key} is both in [fixed] and in [axes]; allowed: one place")
         if not isinstance(values, list):
-            _fail(path, f"axes.{key} = {values!r} is not allowed; allowed: a list of values, each "
-                  f"{KINDS[key][1]}")
+            _fail(path, f"axes.{key} = {values!r} is not allowed; allowed: a list of values")
         if not values:
-            _fail(path, f"empty grid: axes.{key} is an empty list; allowed: a non-empty list, each {KINDS[key][1]}")
+            _fail(path, f"empty grid: axes.{key} is an empty list; allowed: a non-empty list of values")
         for i, v in enumerate(values):
             _check(path, f"axes.{key}[{i}]", key, v, KINDS)
         if len({repr(v) for v in values}) < len(values):

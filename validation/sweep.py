@@ -55,7 +55,7 @@ def moment_units(res) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-ESTIMATORS = {"moment": moment_units}   # name -> per-init units of a SimResult (grid.ESTIMATORS lists the names)
+ESTIMATORS = {"moment": moment_units}   # name -> per-init units of a SimResult (the grid key ``estimator``)
 
 
 def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
