@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +21,8 @@ import pytest
 import igbsym
 from igbsym.cli import main
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p),
+ROOT = str(Path(__file__).resolve().parents[1])
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p),
        "IGBSYM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 SMALL = """
 [run]

@@ -21,7 +21,6 @@ limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -125,6 +124,7 @@ class Comm:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.device = device
+        self.buffer_device = torch.device("cpu")   # gloo reduces CPU tensors; nccl CUDA ones
         self.dist = None
         if self.world > 1:
             import torch.distributed as dist
@@ -132,6 +132,7 @@ class Comm:
             if device.type == "cuda":
                 self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
                 torch.cuda.set_device(self.device)
+                self.buffer_device = self.device
             dist.init_process_group(backend, init_method="env://")
             self.dist = dist
         self.seconds = 0.0      # time spent in collectives
@@ -150,9 +151,9 @@ class Comm:
         import torch
         if self.dist is None:
             return mine[None]
-        buf = torch.zeros((self.world, slot_rows, n_fields), dtype=torch.float64, device=self.device)
+        buf = torch.zeros((self.world, slot_rows, n_fields), dtype=torch.float64, device=self.buffer_device)
         if mine is not None:
-            buf[self.rank, :mine.shape[0], :mine.shape[1]] = torch.from_numpy(mine).to(self.device)
+            buf[self.rank, :mine.shape[0], :mine.shape[1]] = torch.from_numpy(mine).to(self.buffer_device)
         t0 = time.perf_counter()
         self.dist.all_reduce(buf, op=self.dist.ReduceOp.SUM)
         self.seconds += time.perf_counter() - t0

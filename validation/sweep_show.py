@@ -108,7 +108,8 @@ def cmd_show(args) -> int:
                          "[--plot DIR]")
     for flag in ("db", "inits", "device", "mode"):
         if getattr(args, flag, None) is not None:
-            raise InputError(f"sweep show: --{'quick|--thorough' if flag == 'mode' else flag} belongs to 'igbsym sweep GRID.toml'; allowed here: --format, "
+            name = "quick|--thorough" if flag == "mode" else flag
+            raise InputError(f"sweep show: --{name} belongs to 'igbsym sweep GRID.toml'; allowed here: --format, "
                              "--plot")
     fmt = args.format or "table"
     if fmt not in FORMATS:
