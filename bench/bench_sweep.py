@@ -1,14 +1,16 @@
 """Benchmark of ``igbsym sweep`` sharding: one grid point on 1 rank vs 2 ranks (torchrun, gloo on CPU).
 
-``python bench/bench_sweep.py [--inits 64] [--chunk 8] [--repeat 2]`` measures, in one run:
+``python bench/bench_sweep.py [--inits 256] [--chunk 16] [--repeat 2]`` measures, in one run:
 1. the sweep loop's wall time (the store's ``runs`` row: first point registered → last point finished, so process
    start-up and imports are excluded) on 1 rank and on 2 ranks: the speed-up t1/t2;
-2. rank 0's time inside collectives during the 2-rank run (broadcasts + all-reduces, including waits for the
+2. rank 0's CPU time in the loop on 1 and on 2 ranks: their ratio is the work split (the speed-up an idle machine
+   would show), which a loaded machine's wall times cannot;
+3. rank 0's time inside collectives during the 2-rank run (broadcasts + all-reduces, including waits for the
    slower rank) as a fraction of the loop;
-3. the bare all-reduce of one round's buffer ([2, chunk, F] float64, F = 1 + 2·depth) timed in a 2-rank
+4. the bare all-reduce of one round's buffer ([2, chunk, F] float64, F = 1 + 2·depth) timed in a 2-rank
    torchrun (``--allreduce-only`` is that worker);
-4. that the 2-rank store equals the 1-rank one bit for bit;
-5. store growth: bytes per finished point (depth 4, 64 inits in 4 chunks, per-init units kept) from 1000
+5. that the 2-rank store equals the 1-rank one bit for bit;
+6. store growth: bytes per finished point (depth 4, 64 inits in 4 chunks, per-init units kept) from 1000
    synthetic points written through validation.store.Store, the file VACUUMed.
 Times are the best of ``--repeat``; on a shared machine read the ratios, not the seconds.
 Results go to stdout and ``bench/results_sweep.json``.
@@ -49,7 +51,7 @@ def _sweep(grid, db, ranks):
     subprocess.run(launch + ["-m", "igbsym", "sweep", str(grid), "--db", str(db)], env=_env(), check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     con = sqlite3.connect(db)
-    run = con.execute("SELECT finished - started, comm_seconds, chunks_computed FROM runs").fetchone()
+    run = con.execute("SELECT finished - started, comm_seconds, cpu_seconds FROM runs").fetchone()
     chunks = con.execute("SELECT point, idx, data FROM chunks ORDER BY point, idx").fetchall()
     con.close()
     return run, chunks
@@ -105,8 +107,8 @@ def store_bytes_per_point(n_points=1000, inits=64, chunk=16, depth=4):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--inits", type=int, default=64)
-    ap.add_argument("--chunk", type=int, default=8)
+    ap.add_argument("--inits", type=int, default=256)
+    ap.add_argument("--chunk", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--allreduce-only", action="store_true")
     args = ap.parse_args()
@@ -130,6 +132,8 @@ def main():
     rounds = -(-args.inits // args.chunk) // 2
     out.update({
         "seconds_1_rank": best[1][0], "seconds_2_ranks": best[2][0], "speedup": best[1][0] / best[2][0],
+        "cpu_seconds_rank0_1_rank": best[1][2], "cpu_seconds_rank0_2_ranks": best[2][2],
+        "cpu_split": best[1][2] / best[2][2],
         "collective_seconds_2_ranks": best[2][1], "collective_fraction": best[2][1] / best[2][0],
         "allreduce_seconds_per_round": bare["allreduce_seconds"], "allreduce_bytes_per_round": bare["bytes"],
         "allreduce_fraction": rounds * bare["allreduce_seconds"] / best[2][0],

@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, finished REAL, grid TEXT, ranks INTEGER,
     points INTEGER, points_done_before INTEGER, chunks_computed INTEGER DEFAULT 0,
-    chunks_reused INTEGER DEFAULT 0, comm_seconds REAL);
+    chunks_reused INTEGER DEFAULT 0, comm_seconds REAL, cpu_seconds REAL);
 """
 
 
@@ -154,13 +154,13 @@ class Store:
             db.execute("UPDATE runs SET chunks_computed = chunks_computed + ?, chunks_reused = chunks_reused + ? "
                        "WHERE id = ?", (computed, reused, run_id))
 
-    def end_run(self, run_id, comm_seconds=0.0):
-        """Mark a run finished; ``comm_seconds``: rank 0's time in collectives (waits for other ranks included)."""
+    def end_run(self, run_id, comm_seconds=0.0, cpu_seconds=None):
+        """Mark a run finished; rank 0's time in collectives (waits for other ranks included) and CPU time."""
         with self.write() as db:
-            db.execute("UPDATE runs SET finished = ?, comm_seconds = ? WHERE id = ?", (time.time(), comm_seconds,
-                                                                                       run_id))
+            db.execute("UPDATE runs SET finished = ?, comm_seconds = ?, cpu_seconds = ? WHERE id = ?",
+                       (time.time(), comm_seconds, cpu_seconds, run_id))
 
     def runs(self) -> list:
         cols = ("id", "started", "finished", "grid", "ranks", "points", "points_done_before", "chunks_computed",
-                "chunks_reused", "comm_seconds")
+                "chunks_reused", "comm_seconds", "cpu_seconds")
         return [dict(zip(cols, r)) for r in self.db.execute(f"SELECT {', '.join(cols)} FROM runs ORDER BY id")]

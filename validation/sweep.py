@@ -198,7 +198,7 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     work = [(i, c) for i in open_points for c in range(n_chunks) if c not in states[i][1]]
     missing = {i: sum(1 for j, _ in work if j == i) for i in open_points}
     reused = sum(n_chunks - missing[i] for i in open_points)
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     quiet = not (lead and progress)
     bar_points = tqdm(total=len(keys), initial=len(keys) - len(open_points), desc="sweep points", unit="point",
                       file=sys.stderr, disable=quiet)
@@ -238,7 +238,7 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     bar_points.close()
     if not lead:
         return {}
-    store.end_run(run_id, comm.seconds)
+    store.end_run(run_id, comm.seconds, time.process_time() - cpu_start)
     store.close()
     return {"db": str(db_path), "points": len(keys), "points_done_before": len(keys) - len(open_points),
             "chunks_computed": len(work), "chunks_reused": reused, "ranks": comm.world,
