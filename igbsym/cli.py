@@ -2,12 +2,13 @@
 
 The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eval NAME k=v ... [--dps N]
 [--json]``, ``latex NAME`` / ``latex --all -o FILE.tex``, ``derive FAMILY``, ``validate [--family F] [--device D]
-[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``. Bad input prints one line saying what
-is wrong and what is allowed, and exits 2.
+[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``,
+``sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json]
+[--plot DIR]``. Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
 The core package never imports ``derivations`` or ``validation`` (DESIGN): ``derive``, ``validate`` and ``run``
-are dispatched by name ("module:function", imported at dispatch time) to ``derivations.cli`` and
-``validation.commands``, which check every argument before any long work starts.
+are dispatched by name ("module:function", imported at dispatch time) to ``derivations.cli``,
+``validation.commands`` and ``validation.sweep``, which check every argument before any long work starts.
 """
 from __future__ import annotations
 
@@ -270,6 +271,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.set_defaults(func=cmd_predict)
+
+    s = sub.add_parser("sweep", help="sweep GRID.toml: simulate a grid into a resumable store (torchrun shards it); "
+                       "sweep show DB: its results")
+    s.add_argument("target", metavar="GRID.toml|show")
+    s.add_argument("db_pos", nargs="?", metavar="DB", help="with show: the sweep database")
+    s.add_argument("--db", default=None, help="result store (default: sweep.db beside the grid file)")
+    s.add_argument("--inits", type=int, default=None)
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
+    mode.add_argument("--thorough", dest="mode", action="store_const", const="thorough")
+    s.add_argument("--device", default=None)
+    s.add_argument("--format", default=None, help="show: table, csv or json")
+    s.add_argument("--plot", default=None, metavar="DIR", help="show: write gamma plots here")
+    s.set_defaults(func="validation.sweep:main", mode=None)
     return p
 
 

@@ -1,0 +1,211 @@
+"""Sweep grid files (TOML, read with the standard library's ``tomllib``): parse, validate fully, expand to points.
+
+A grid file has three tables::
+
+    [run]                      # how the sweep runs (part of every point's key)
+    seed = 0                   # init i of every point is seeded by (seed, i) alone (validation/simulate.py)
+    inits = 64                 # initialisations per point (--inits overrides; --thorough multiplies by 4)
+    chunk = 16                 # inits per checkpointed chunk (the unit of resume and of sharding over ranks)
+
+    [fixed]                    # settings shared by every point
+    width = 128
+    n_data = 1024
+
+    [axes]                     # lists: the grid is their Cartesian product
+    depth = [1, 2, 4]
+    activation = ["relu", "tanh"]
+
+Point settings (in [fixed] or [axes]): the ``NetSpec`` fields ``d_in, widths, activation, a, weight_law,
+sigma_w, pool, norm, placement, bn_batch, n_classes, srelu_shift``; the shorthands ``width`` and ``depth``
+(``widths = [width] * depth``; ``d_in`` defaults to ``width``); the data ``n_data, data_law, fresh_data``; and the
+``estimator``. ``norm = "none"`` means no normalisation layer. Every point is built as a ``NetSpec`` here, so a
+bad combination (e.g. batchnorm without bn_batch) is reported before any work is done.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from igbsym.errors import InputError
+
+from .simulate import ACTIVATIONS, DATA_LAWS, WEIGHT_LAWS, NetSpec
+
+NORM_NAMES = ("none", "batchnorm", "layernorm", "rmsnorm")
+RUN_KEYS = {"seed": 0, "inits": 64, "chunk": 16}
+DEFAULTS = {"width": 64, "depth": 1, "n_data": 1024, "data_law": "gaussian", "fresh_data": False,
+            "estimator": "moment", "activation": "relu", "a": 0.01, "weight_law": "normal", "sigma_w": 1.0,
+            "norm": "none", "placement": "pre", "n_classes": 2}
+
+
+def _estimators() -> tuple:
+    """The estimator names (validation/sweep.py ESTIMATORS is the one list; imported late: sweep imports grid)."""
+    from .sweep import ESTIMATORS
+    return tuple(ESTIMATORS)
+
+
+def _pos_int(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# key -> (test, what is allowed)
+KINDS = {
+    "d_in": (_pos_int, "a positive integer"),
+    "width": (_pos_int, "a positive integer"),
+    "depth": (_pos_int, "a positive integer (hidden layers)"),
+    "widths": (lambda v: isinstance(v, list) and len(v) > 0 and all(_pos_int(w) for w in v),
+               "a non-empty list of positive integers"),
+    "activation": (lambda v: v in ACTIVATIONS, "one of " + ", ".join(ACTIVATIONS)),
+    "a": (_number, "a finite number"),
+    "weight_law": (lambda v: v in WEIGHT_LAWS, "one of " + ", ".join(WEIGHT_LAWS)),
+    "sigma_w": (lambda v: _number(v) and v > 0, "a finite number > 0"),
+    "pool": (_pos_int, "a positive integer (max-pool kernel; 1 = no pooling)"),
+    "norm": (lambda v: v in NORM_NAMES, "one of " + ", ".join(NORM_NAMES)),
+    "placement": (lambda v: v in ("pre", "post"), "pre or post"),
+    "bn_batch": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
+    "n_classes": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
+    "srelu_shift": (_number, "a finite number"),
+    "n_data": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
+    "data_law": (lambda v: v in DATA_LAWS, "one of " + ", ".join(DATA_LAWS)),
+    "fresh_data": (lambda v: isinstance(v, bool), "true or false"),
+    "estimator": (lambda v: v in _estimators(), lambda: "one of " + ", ".join(_estimators())),
+}
+RUN_KINDS = {"seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                      "a non-negative integer"),
+             "inits": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
+             "chunk": (_pos_int, "a positive integer")}
+TABLES = ("run", "fixed", "axes")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: the canonical settings (a JSON-able dict), its NetSpec and its varying-axis values."""
+
+    config: dict
+    spec: NetSpec
+    label: dict
+
+
+@dataclass(frozen=True)
+class Grid:
+    path: Path
+    run: dict
+    axes: dict
+    points: tuple
+
+
+def _fail(path, msg):
+    raise InputError(f"{path}: {msg}")
+
+
+def _check(path, where, key, value, kinds):
+    ok, allowed = kinds[key]
+    if not ok(value):
+        _fail(path, f"{where} = {value!r} is not allowed; allowed: {allowed() if callable(allowed) else allowed}")
+
+
+def _spec(config: dict) -> NetSpec:
+    widths = config.get("widths") or [config["width"]] * config["depth"]
+    pool = config.get("pool")
+    return NetSpec(d_in=config.get("d_in", widths[0]), widths=tuple(widths), activation=config["activation"],
+                   a=float(config["a"]), weight_law=config["weight_law"], sigma_w=float(config["sigma_w"]),
+                   pool=None if pool in (None, 1) else pool,
+                   norm=None if config["norm"] == "none" else config["norm"], placement=config["placement"],
+                   bn_batch=config.get("bn_batch"), n_classes=config["n_classes"],
+                   srelu_shift=None if config.get("srelu_shift") is None else float(config["srelu_shift"]))
+
+
+def canonical(config: dict) -> dict:
+    """The point's full settings with defaults filled in and shorthands resolved (what its key hashes)."""
+    spec = _spec(config)
+    out = {"d_in": spec.d_in, "widths": list(spec.widths), "activation": spec.activation, "a": spec.a,
+           "weight_law": spec.weight_law, "sigma_w": spec.sigma_w, "pool": spec.pool, "norm": spec.norm,
+           "placement": spec.placement, "bn_batch": spec.bn_batch, "n_classes": spec.n_classes,
+           "srelu_shift": spec.srelu_shift}
+    out.update({k: config[k] for k in ("n_data", "data_law", "fresh_data", "estimator")})
+    return out
+
+
+def spec_of(config: dict) -> NetSpec:
+    """The NetSpec of a canonical config (as stored in the result store)."""
+    return NetSpec(**{k: (tuple(v) if k == "widths" else v) for k, v in config.items()
+                      if k in NetSpec.__dataclass_fields__})
+
+
+def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
+    """Read and validate a grid file; every error is one line naming the key (or line) and what is allowed."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        _fail(path, "no such grid file")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(path, f"cannot read the grid file ({exc})")
+    except tomllib.TOMLDecodeError as exc:
+        _fail(path, f"TOML syntax error: {exc}; allowed: TOML with the tables [run], [fixed], [axes]")
+    for table in raw:
+        if table not in TABLES or not isinstance(raw[table], dict):
+            _fail(path, f"unknown table [{table}]; allowed tables: [run], [fixed], [axes]")
+    run = dict(RUN_KEYS)
+    for key, value in raw.get("run", {}).items():
+        if key not in RUN_KINDS:
+            _fail(path, f"unknown key run.{key}; allowed: {', '.join(RUN_KINDS)}")
+        _check(path, f"run.{key}", key, value, RUN_KINDS)
+        run[key] = value
+    if inits is not None:
+        _check(path, "--inits", "inits", inits, RUN_KINDS)
+        run["inits"] = inits
+    elif mode == "thorough":
+        run["inits"] *= 4
+    fixed = raw.get("fixed", {})
+    axes = raw.get("axes", {})
+    allowed = ", ".join(KINDS)
+    for key, value in fixed.items():
+        if key not in KINDS:
+            _fail(path, f"unknown setting fixed.{key}; allowed: {allowed}")
+        _check(path, f"fixed.{key}", key, value, KINDS)
+    if not axes:
+        _fail(path, "empty grid: no [axes] table; allowed: an [axes] table of one or more non-empty lists")
+    for key, values in axes.items():
+        if key not in KINDS:
+            _fail(path, f"unknown axis axes.{key}; allowed: {allowed}")
+        if key in fixed:
+            _fail(path, f"{key} is both in [fixed] and in [axes]; allowed: one place")
+        if not isinstance(values, list):
+            _fail(path, f"axes.{key} = {values!r} is not allowed; allowed: a list of values")
+        if not values:
+            _fail(path, f"empty grid: axes.{key} is an empty list; allowed: a non-empty list of values")
+        for i, v in enumerate(values):
+            _check(path, f"axes.{key}[{i}]", key, v, KINDS)
+        if len({repr(v) for v in values}) < len(values):
+            _fail(path, f"axes.{key} repeats a value; allowed: distinct values")
+    names = list(axes)
+    if "widths" in names or "widths" in fixed:
+        for clash in ("width", "depth"):
+            if clash in names or clash in fixed:
+                _fail(path, f"both widths and {clash} are given; allowed: either widths or width/depth")
+    points, seen = [], set()
+    for combo in itertools.product(*(axes[k] for k in names)):
+        label = dict(zip(names, combo))
+        config = {**DEFAULTS, **fixed, **label}
+        try:
+            spec = _spec(config)
+        except InputError as exc:
+            _fail(path, f"point {label}: {exc}")
+        if config["n_data"] % spec.batch:
+            _fail(path, f"point {label}: n_data = {config['n_data']} must be a multiple of bn_batch = {spec.batch}")
+        if config["fresh_data"] and config["data_law"] == "student":
+            _fail(path, f"point {label}: fresh_data = true needs data_law gaussian, uniform or laplace")
+        canon = canonical(config)
+        ident = repr(sorted(canon.items()))
+        if ident in seen:
+            _fail(path, f"point {label} repeats an earlier point (the axes overlap); allowed: distinct points")
+        seen.add(ident)
+        points.append(Point(canon, spec, label))
+    return Grid(path, run, {k: list(v) for k, v in axes.items()}, tuple(points))

@@ -1,0 +1,287 @@
+"""``igbsym sweep GRID.toml`` / ``igbsym sweep show DB``: grids of simulated MLPs, sharded, checkpointed, resumable.
+
+A point (validation/grid.py) is a ``NetSpec`` + data settings + an estimator. Its inits are cut into chunks of
+``run.chunk`` consecutive indices; chunk c holds inits [c·chunk, (c+1)·chunk). A chunk is simulated with
+``simulate(spec, n, first_init=c·chunk)`` (init i seeded by (seed, i) alone) and reduced to per-init estimator
+units (``ESTIMATORS``): float64 rows whose sums over inits are everything the estimates need (γ̂ = Σa/Σb, the
+delta-method SE from the paired units, the G0 law test from the per-init G0). The chunk is the unit of work,
+of checkpointing (validation/store.py) and of sharding.
+
+Distributed (``torchrun --nproc_per_node=K -m igbsym sweep GRID.toml``; WORLD_SIZE > 1 in the environment): the
+process group is initialised from env:// (gloo on CPU, nccl on CUDA). For every point rank 0 reads which chunks are
+checkpointed and broadcasts the list; the missing chunks are dealt to the ranks in rounds of K (chunk
+todo[r·K + rank] to rank ``rank``); each round all-reduces (SUM, float64) a zero-filled [K, chunk, F] buffer in
+which every rank wrote only its own slot, so the sum is exact (x + 0 = x) and rank 0 — the only writer — stores
+the K chunks bit-identical to a single-process run. The chunk boundaries do not depend on K, so every init is
+simulated in the same batch as in a single-process run and γ̂ agrees to the last bit.
+
+Predictions: ``igbsym.predict.predict`` (the registered ``depth.gamma`` path per layer, ``bn.gamma_canonical``
+under BatchNorm, ``maxpool.gamma`` with pooling) for Gaussian data and Gaussian weights, the infinite-width
+limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from igbsym.errors import InputError, NumericalError
+
+from . import grid as gridmod
+from .store import Store, point_key
+
+
+# --------------------------------------------------------------------------------------------- estimators
+def unit_fields(depth: int) -> list:
+    """Columns of the per-init units: G0, then (a_l, b_l) for l = 1..L (l = L is the output layer)."""
+    return ["g0"] + [f"{s}{l}" for l in range(1, depth + 1) for s in ("a", "b")]
+
+
+def moment_units(res) -> np.ndarray:
+    """Per-init units of the plain moment estimator (validation.stats.gamma_units) for every layer: γ after hidden
+    layer l < L from the pre-activations of layer l + 1, the output for l = L. [n_inits, 1 + 2L] float64."""
+    from .stats import gamma_units
+    cols = [res.g0.double().numpy()]
+    stats = [res.layers[l]["pre"] for l in range(1, len(res.spec.widths))] + [res.out]
+    for st in stats:
+        a, b = gamma_units(st.mean, st.var, res.n_data)
+        cols += [a, b]
+    return np.stack(cols, axis=1)
+
+
+ESTIMATORS = {"moment": moment_units}   # name -> per-init units of a SimResult (the grid key ``estimator``)
+
+
+def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
+    """The units of inits first … first + n − 1 of one point."""
+    from .simulate import simulate
+    res = simulate(spec, n, n_data=config["n_data"], seed=seed, device=device, first_init=first,
+                   layer_stats=("pre",) if len(spec.widths) > 1 else False, data_law=config["data_law"],
+                   fresh_data=config["fresh_data"])
+    return ESTIMATORS[config["estimator"]](res)
+
+
+# --------------------------------------------------------------------------------------------- results
+def prediction(config) -> tuple:
+    """(γ after each hidden layer, the forms used) from the registered forms, or (None, reason)."""
+    if config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None:
+        return None, "no registered form for non-Gaussian weights/data or a custom srelu shift"
+    from igbsym.predict import predict
+    args = SimpleNamespace(activation=config["activation"], depth=len(config["widths"]),
+                           norm=config["norm"] or "none", placement=config["placement"], pool=config["pool"],
+                           batch_size=config["bn_batch"] if config["norm"] == "batchnorm" else None,
+                           a=config["a"], sigma_w=config["sigma_w"])
+    try:
+        res = predict(args)
+    except InputError as exc:
+        return None, str(exc)
+    forms = "maxpool.gamma" if (config["pool"] or 1) > 1 else "depth.gamma" + (
+        " + bn.gamma_canonical" if config["norm"] == "batchnorm" else "")
+    return [r["gamma"] for r in res["layers"]], forms
+
+
+def summarise(config, seed, fields, units) -> dict:
+    """γ̂ ± SE per layer and at the output, the prediction and z, and the G0 law test (KS vs igb.cdf)."""
+    import igbsym
+    from .stats import jitter_g0, ks_test, ratio_estimate
+    depth, n = len(config["widths"]), units.shape[0]
+    col = {f: units[:, i] for i, f in enumerate(fields)}
+    pred, source = prediction(config)
+    layers = []
+    for l in range(1, depth + 1):
+        est = ratio_estimate(col[f"a{l}"], col[f"b{l}"], "delta")
+        p = pred[l - 1] if pred is not None else None
+        z = (est.value - p) / est.se if p is not None and est.se > 0 else None
+        layers.append({"layer": l, "gamma": est.value, "se": est.se, "pred": p, "z": z})
+    out = dict(layers[-1])
+    del out["layer"]
+    g0 = col["g0"]
+    out.update(inits=n, layers=layers, source=source, g0_mean=float(g0.mean()), g0_sd=float(g0.std(ddof=1)),
+               ks_stat=None, ks_p=None)
+    if pred is not None and config["n_classes"] == 2 and pred[-1] > 0:
+        cdf = igbsym.get("igb.cdf")
+        stat, p = ks_test(jitter_g0(g0, config["n_data"], seed), lambda x: cdf.numpy(g=np.clip(x, 0, 1),
+                                                                                      gamma=pred[-1]))
+        out.update(ks_stat=stat, ks_p=p)
+    for row in [out, *layers]:   # never a silent NaN or inf in the store
+        for k, v in row.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise NumericalError(f"sweep: {k} = {v} (layer {row.get('layer', depth)}) for point {config}")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- distributed
+class Comm:
+    """torch.distributed when launched by torchrun (WORLD_SIZE > 1), else a single process."""
+
+    def __init__(self, device):
+        import torch
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.device = device
+        self.buffer_device = torch.device("cpu")   # gloo reduces CPU tensors; nccl CUDA ones
+        self.dist = None
+        if self.world > 1:
+            import torch.distributed as dist
+            backend = "nccl" if device.type == "cuda" else "gloo"
+            if device.type == "cuda":
+                self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+                torch.cuda.set_device(self.device)
+                self.buffer_device = self.device
+            dist.init_process_group(backend, init_method="env://")
+            self.dist = dist
+        self.seconds = 0.0      # time spent in collectives
+
+    def bcast(self, obj):
+        if self.dist is None:
+            return obj
+        t0 = time.perf_counter()
+        box = [obj]
+        self.dist.broadcast_object_list(box, src=0)
+        self.seconds += time.perf_counter() - t0
+        return box[0]
+
+    def gather_units(self, mine, slot_rows, n_fields) -> np.ndarray:
+        """All ranks' chunk units [K, rows, F]: a float64 all-reduce of zero-padded slots (exact)."""
+        import torch
+        if self.dist is None:
+            return mine[None]
+        buf = torch.zeros((self.world, slot_rows, n_fields), dtype=torch.float64, device=self.buffer_device)
+        if mine is not None:
+            buf[self.rank, :mine.shape[0], :mine.shape[1]] = torch.from_numpy(mine).to(self.buffer_device)
+        t0 = time.perf_counter()
+        self.dist.all_reduce(buf, op=self.dist.ReduceOp.SUM)
+        self.seconds += time.perf_counter() - t0
+        return buf.cpu().numpy()
+
+    def close(self):
+        if self.dist is not None:
+            self.dist.destroy_process_group()
+
+
+# --------------------------------------------------------------------------------------------- the run
+def default_db(grid_path) -> Path:
+    return Path(grid_path).resolve().parent / "sweep.db"
+
+
+def run_grid(grid, db_path, device, comm, progress=True) -> dict:
+    """Simulate every unfinished point of ``grid`` into the store; returns the run summary (rank 0).
+
+    The work list is every missing (point, chunk) pair in grid order; it is dealt to the ranks in rounds of K
+    (one chunk per rank per round), so K ranks stay busy even when a point has fewer than K chunks. After each
+    round rank 0 stores the round's chunks in one transaction and finishes every point whose chunks are all in.
+    """
+    from tqdm import tqdm
+    seed, inits, chunk = grid.run["seed"], grid.run["inits"], grid.run["chunk"]
+    lead = comm.rank == 0
+    store = Store(db_path) if lead else None
+    keys = [point_key(p.config, seed, inits, chunk) for p in grid.points]
+    states = None
+    if lead:
+        for key, p in zip(keys, grid.points):
+            store.add_point(key, p.config, p.label, seed, inits, chunk)
+        states = [store.state(k) for k in keys]
+        run_id = store.start_run(grid.path, comm.world, len(keys), sum(done for done, _ in states))
+    states = comm.bcast(states)
+    n_chunks = -(-inits // chunk)
+    fields = [unit_fields(len(p.spec.widths)) for p in grid.points]
+    width = max(len(f) for f in fields)
+
+    def rows(c):
+        return min(chunk, inits - c * chunk)
+    open_points = [i for i, (done, _) in enumerate(states) if not done]
+    work = [(i, c) for i in open_points for c in range(n_chunks) if c not in states[i][1]]
+    missing = {i: sum(1 for j, _ in work if j == i) for i in open_points}
+    reused = sum(n_chunks - missing[i] for i in open_points)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    quiet = not (lead and progress)
+    bar_points = tqdm(total=len(keys), initial=len(keys) - len(open_points), desc="sweep points", unit="point",
+                      file=sys.stderr, disable=quiet)
+    bar_inits = tqdm(total=inits * len(keys), initial=inits * len(keys) - sum(rows(c) for _, c in work),
+                     desc="inits", unit="init", file=sys.stderr, disable=quiet, leave=False)
+
+    def finish(i):
+        if lead:
+            got, data, _ = store.units(keys[i])
+            if data.shape[0] != inits or got != fields[i]:
+                raise RuntimeError(f"sweep: store {db_path} holds {data.shape[0]} of {inits} inits of point {keys[i]}")
+            store.finish(keys[i], summarise(grid.points[i].config, seed, fields[i], data))
+        bar_points.update()
+    if lead and reused:
+        store.count_run(run_id, reused=reused)
+    for i in [i for i in open_points if missing[i] == 0]:      # all chunks in, killed before the summary
+        finish(i)
+    for r0 in range(0, len(work), comm.world):
+        batch = work[r0:r0 + comm.world]
+        mine = None
+        if comm.rank < len(batch):
+            i, c = batch[comm.rank]
+            p = grid.points[i]
+            bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
+            mine = simulate_chunk(p.spec, p.config, seed, c * chunk, rows(c), comm.device)
+        units = comm.gather_units(mine, chunk, width)
+        if lead:
+            store.put_chunks([(keys[i], c, c * chunk, units[j, :rows(c), :len(fields[i])], fields[i])
+                              for j, (i, c) in enumerate(batch)])
+            store.count_run(run_id, computed=len(batch))
+        bar_inits.update(sum(rows(c) for _, c in batch))
+        for i, _ in batch:
+            missing[i] -= 1
+            if missing[i] == 0:
+                finish(i)
+    bar_inits.close()
+    bar_points.close()
+    if not lead:
+        return {}
+    store.end_run(run_id, comm.seconds, time.process_time() - cpu_start)
+    store.close()
+    return {"db": str(db_path), "points": len(keys), "points_done_before": len(keys) - len(open_points),
+            "chunks_computed": len(work), "chunks_reused": reused, "ranks": comm.world,
+            "seconds": time.perf_counter() - t_start, "collective_seconds": comm.seconds, "run_id": run_id}
+
+
+def cmd_run(args) -> int:
+    """``igbsym sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``."""
+    if args.format is not None or args.plot is not None or args.db_pos is not None:
+        raise InputError("sweep: --format, --plot and a second positional belong to 'igbsym sweep show DB'")
+    grid = gridmod.load(args.target, inits=args.inits, mode=args.mode or "quick")   # validates everything
+    db = Path(args.db) if args.db else default_db(args.target)
+    if db.exists() and db.is_dir():
+        raise InputError(f"sweep: --db {db} is a directory; allowed: a file path")
+    if not db.parent.is_dir():
+        raise InputError(f"sweep: --db {db}: directory {db.parent} does not exist")
+    import torch
+    from .device import resolve_device
+    threads = os.environ.get("IGBSYM_THREADS", "1")
+    if not threads.isdigit() or int(threads) < 1:
+        raise InputError(f"IGBSYM_THREADS must be a positive integer, got {threads!r}")
+    torch.set_num_threads(int(threads))
+    device = resolve_device(args.device)
+    comm = Comm(device)
+    try:
+        summary = run_grid(grid, db, comm.device, comm)
+    finally:
+        comm.close()
+    if comm.rank == 0:
+        print(f"sweep: {summary['points']} points ({summary['points_done_before']} already done), "
+              f"{summary['chunks_computed']} chunks computed, {summary['chunks_reused']} reused from checkpoints, "
+              f"{summary['ranks']} rank(s), {summary['seconds']:.1f} s -> {summary['db']}")
+        keys = {point_key(p.config, grid.run["seed"], grid.run["inits"], grid.run["chunk"]) for p in grid.points}
+        from .sweep_show import table
+        store = Store(db, create=False)
+        print(table([p for p in store.points() if p["key"] in keys]))
+        store.close()
+    return 0
+
+
+def main(args) -> int:
+    """Dispatch of the ``sweep`` subcommand (args from igbsym.cli)."""
+    if args.target == "show":
+        from .sweep_show import cmd_show
+        return cmd_show(args)
+    return cmd_run(args)
