@@ -339,7 +339,12 @@ _T2, _T2_W = _t_rule(15, 16)           # exact C = 2 route: relative error <= 2e
 
 
 def p_empty_samples(gamma: float, C: int, D: int) -> np.ndarray:
-    """Per-draw conditional P(class c gets no point of D | others) [N_DRAWS]; mean = multiclass.p_empty."""
+    """Per-draw conditional P(class c gets no point of D | others) [n_draws(C)]; mean = multiclass.p_empty."""
+    return _p_empty_samples(float(gamma), int(C), int(D)).copy()
+
+
+@lru_cache(maxsize=64)
+def _p_empty_samples(gamma, C, D):
     g = -np.expm1(-_T / D)
     fs, _ = law_samples(g, gamma, C)
     return fs @ _T_W
