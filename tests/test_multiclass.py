@@ -34,7 +34,7 @@ def test_owen_t_bivariate_normal_matches_drezner_integral(a, b, rho):
 @example(gamma=1.0)
 def test_var_reduces_to_the_binary_law_at_two_classes(gamma):
     exact = math.asin(gamma / (1 + gamma)) / (2 * math.pi)
-    assert abs(float(get("multiclass.var").numpy(gamma=gamma, C=2)) - exact) <= 2e-9
+    assert abs(float(get("multiclass.var").numpy(gamma=gamma, C=2)) - exact) <= 5e-9
     assert abs(float(get("multiclass.var").mp(30, gamma=gamma, C=2)) - exact) <= 1e-14
 
 
@@ -87,7 +87,7 @@ def test_two_classes_reduce_exactly_to_igb_and_the_engine_agrees(g, gamma):
 def test_var_increases_with_gamma_and_stays_below_the_limit(g1, g2, C):
     lo, hi = sorted((g1, g2))
     v = get("multiclass.var").numpy(gamma=np.array([0.0, lo, hi, np.inf]), C=C)
-    assert np.all(np.diff(v) >= -2e-9) and v[0] == 0 and v[-1] == pytest.approx((1 - 1 / C) / C)
+    assert np.all(np.diff(v) >= -5e-9) and v[0] == 0 and v[-1] == pytest.approx((1 - 1 / C) / C)
 
 
 def test_limits_gamma_zero_and_infinity():

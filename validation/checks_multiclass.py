@@ -1,7 +1,8 @@
 """Checks of the multiclass family (class fractions of a C-class net, IGB paper App. H) against torch MLPs.
 
 Networks (validation/simulate.py, Kaiming-normal weights, fresh N(0, I_d) data per init so inits are i.i.d.):
-``relu1`` one hidden ReLU layer, ``pool`` ReLU + MaxPool1d(4), ``deep`` three hidden ReLU layers; C outputs.
+``relu1`` one hidden ReLU layer of 128, ``pool`` 192 ReLU + MaxPool1d(4), ``deep`` three hidden ReLU layers of 128;
+C outputs; d_in = 256 with the exact Gaussian first-layer shortcut (simulate(shortcut="gaussian")).
 ``frac`` [I, C] is the fraction of the D data points put in each class.
 
 gamma. relu1 uses igb.gamma(relu) = 1/(pi - 1): the ratio E_W[mu^2]/E_W[Var_chi] of a homogeneous activation has no
@@ -51,7 +52,7 @@ except ImportError:    # pragma: no cover
 get = igbsym.get
 Z = 5.0
 ALPHA = math.erfc(Z / math.sqrt(2))
-ARCHS = {"relu1": dict(widths=(128,)), "pool": dict(widths=(256,), pool=4), "deep": dict(widths=(128, 128, 128))}
+ARCHS = {"relu1": dict(widths=(128,)), "pool": dict(widths=(192,), pool=4), "deep": dict(widths=(128, 128, 128))}
 
 
 def plan(ctx) -> list:
@@ -168,7 +169,8 @@ def check_law(ctx) -> list:
         out.append(law_result("multiclass.cdf", f"KS of class-0 count on the lattice, {label}",
                               float(sps.kstwo.sf(stat, inits)), inits, ctx.seed, prediction=0.0, estimate=stat,
                               note="P(K<=k) = E_Beta(k+1,D-k) F exactly; KS on 41 lattice quantiles (conservative)"))
-        out.append(_pdf_bin(ctx, frac[:, 0], gam, C, D, label))
+        if C <= 10:      # at C = 100 the finite-D smoothing bound exceeds the density itself: no information
+            out.append(_pdf_bin(ctx, frac[:, 0], gam, C, D, label))
         mx = np.sort(frac.max(1))
         form_x = fam.max_fraction_samples(gam, C, D)
         lattice = np.unique(np.concatenate([mx, form_x]))

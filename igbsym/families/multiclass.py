@@ -123,10 +123,10 @@ def _panels(edges, n):
     return (mid[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
 
 
-_TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 1.25), [16.0, 22.0, 30.0, 40.0]]), 8)
-_Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 18), 8)
+_TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 2.0), [16.0, 24.0, 40.0]]), 8)
+_Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 12), 8)
 _Y_W = _Y_W * np.exp(-_Y**2 / 2) / _SQ2PI
-VAR_ERROR = ("absolute error <= 2e-9 on E[G^2] (composite Gauss-Legendre: 128 Gumbel-variable x 136 conditional "
+VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: 96 Gumbel-variable x 88 conditional "
              "nodes; measured against the exact C = 2 value for gamma in [1e-3, 1e3] and against Monte Carlo over "
              "exact fraction vectors for C <= 1000); relative to Var "
              "the error grows as gamma -> 0 (Var ~ gamma C(C-1) a_C^2)")
@@ -142,7 +142,8 @@ def _second_moment(gamma: float, C: int) -> float:
     t2 = rho * t1[:, None] + r * _Y[None, :]
     upper = bvn_cdf(-t1[:, None], -t2, rho)                  # P(X > t1, Y > t2)
     tail = special.ndtr(-t1)[:, None] + special.ndtr(-t2) - upper   # 1 - Phi_2(t1, t2)
-    val = np.exp(k * np.log1p(-np.clip(tail, 0.0, 1.0)))
+    with np.errstate(divide="ignore"):
+        val = np.exp(k * np.log1p(-np.clip(tail, 0.0, 1.0)))
     return float(((val @ _Y_W) * dens) @ _TAU_W)
 
 
@@ -202,6 +203,9 @@ def _log_win(w: np.ndarray, u: np.ndarray, block: int = 64) -> np.ndarray:
     return out
 
 
+N_TABLE, N_NEWTON = 97, 1    # u-table for the first guess (probit-linear interpolation), then Newton steps
+
+
 class _Conditional:
     """G_hat(u) = P(u + eps > W | others) for each of the N_DRAWS draws, W the others' largest output."""
 
@@ -231,7 +235,7 @@ class _Conditional:
     def roots(self, g: np.ndarray) -> np.ndarray:
         """u*(g) per draw [N, n_g]: G_hat(u*) = g, clamped to [lo, hi] (Newton in probit space)."""
         n = len(self.lo)
-        frac = np.linspace(0, 1, 33)
+        frac = np.linspace(0, 1, N_TABLE)
         table = self.lo[:, None] + (self.hi - self.lo)[:, None] * frac[None, :]
         gt, _ = self.ghat(table)
         pt = special.ndtri(np.clip(gt, 1e-300, 1 - 1e-16))
@@ -242,7 +246,7 @@ class _Conditional:
         u0, u1 = table[rows, idx - 1], table[rows, idx]
         t = np.clip((target[None, :] - p0) / np.where(p1 > p0, p1 - p0, 1.0), 0, 1)
         u = u0 + t * (u1 - u0)
-        for _ in range(4):
+        for _ in range(N_NEWTON):
             gv, dg = self.ghat(u)
             pv = special.ndtri(np.clip(gv, 1e-300, 1 - 1e-16))
             slope = dg / np.maximum(np.exp(-pv * pv / 2) / _SQ2PI, 1e-300)
