@@ -1,0 +1,197 @@
+"""Derivation of the multiclass IGB law (igbsym/families/multiclass.py) from the model of App. H.
+
+igb-initial-guessing-bias.txt App. H (Eqs. 189-192): C output nodes; given the weights W, the outputs over the
+data are O_c(x) = mu_c + sqrt(V_chi) eps_c(x), eps_c(x) i.i.d. N(0, 1) over classes and data (infinite width), and the
+centres mu_c are i.i.d. N(0, V_W) over W. With u_c = mu_c/sqrt(V_chi) ~ N(0, gamma):
+G_c = P_x(argmax_c' O_c'(x) = c | W) = int phi(z) prod_{c' != c} Phi(z + u_c - u_c') dz.
+Everything not in closed form is checked numerically against an independent route and recorded as such.
+"""
+import math
+
+import mpmath
+import numpy as np
+import sympy as sp
+from scipy import special
+
+import igbsym
+from igbsym.families import multiclass as fam
+from igbsym.functions import Phi, PhiInv
+
+from .base import Derivation, DerivationError, Proof
+
+z, u, d_, t = sp.symbols("z u delta t", real=True)
+gamma = sp.Symbol("gamma", positive=True)
+C = sp.Symbol("C", integer=True, positive=True)
+g = sp.Symbol("g", positive=True)
+rho = sp.Symbol("rho", positive=True)
+phi = sp.exp(-z**2 / 2) / sp.sqrt(2 * sp.pi)
+
+
+def _route_check(d: Derivation, name: str, points: list, reference, tol: float, reason: str, relative=False):
+    """The form's NumPy route vs an independent reference at stated points (a 'numeric-route' proof)."""
+    form = igbsym.get(name)
+    worst = 0.0
+    for pt in points:
+        got, ref = float(form.numpy(**pt)), float(reference(**pt))
+        err = abs(got - ref) / (abs(ref) if relative else 1.0)
+        worst = max(worst, err)
+        if err > tol:
+            raise DerivationError(f"{name} at {pt}: route {got} != reference {ref} (error {err:.2e} > {tol:.1e})")
+    d.proofs.append(Proof(name, "numeric-route", f"{len(points)} points, worst {'relative ' if relative else ''}error "
+                                                 f"{worst:.1e} <= {tol:.0e}; {reason}"))
+    d.step(f"Numeric route check (not a symbolic proof) for {name}: {reason}; {len(points)} points, worst "
+           f"{'relative ' if relative else 'absolute '}error {worst:.1e}.")
+
+
+def _model(d: Derivation):
+    d.step("Model (App. H, stated as the forms' provenance): " + fam.MODEL + ".")
+    d.step("A data point x goes to class c iff u_c + eps_c > u_c' + eps_c' for every c' != c. Conditioning on "
+           "eps_c = z and using the independence of the eps_c' (assumption ii):")
+    j = sp.Symbol("j", integer=True)
+    d.step("", sp.Eq(sp.Symbol("G_c"), sp.Integral(phi * sp.Product(Phi(z + u - sp.Symbol("u_j")), (j, 1, C - 1)),
+                                                   (z, -sp.oo, sp.oo))))
+    d.step("The events {argmax = c} partition the data (ties have probability 0), so sum_c G_c = 1, and the u_c are "
+           "exchangeable (assumption i), so E[G_c] = 1/C for every c.")
+    d.prove("multiclass.mean", 1 / C)
+
+
+def _binary(d: Derivation):
+    d.step("C = 2. G_0(delta) = int phi(z) Phi(z + delta) dz with delta = u_0 - u_1. Differentiating under the "
+           "integral:")
+    deriv = sp.simplify(sp.integrate(phi * phi.subs(z, z + d_), (z, -sp.oo, sp.oo)))
+    target = sp.diff(Phi(d_ / sp.sqrt(2)), d_)
+    if sp.simplify(deriv - target) != 0:
+        raise DerivationError(f"C = 2: d G/d delta = {deriv} != {target}")
+    d.step("", sp.Eq(sp.Symbol("dG_0/d\\delta"), deriv))
+    if sp.simplify(Phi(z) + Phi(-z)) != 1:
+        raise DerivationError("Phi(z) + Phi(-z) != 1")
+    d.step("and G_0(0) = int phi Phi = 1/2 (phi is even and Phi(z) + Phi(-z) = 1), so G_0 = Phi(delta/sqrt 2). With delta ~ N(0, 2 gamma), delta/sqrt 2 = sqrt(gamma) Z: "
+           "G_0 = Phi(sqrt(gamma) Z), the binary IGB law (igb.cdf, igb.pdf) exactly.")
+    pts = [dict(g=x, gamma=gm, C=2) for x in (0.05, 0.3, 0.5, 0.9) for gm in (0.2, 1.0, 7.0)]
+    _route_check(d, "multiclass.cdf", pts, lambda g, gamma, C: igbsym.get("igb.cdf").numpy(g=g, gamma=gamma), 1e-14,
+                 "C = 2 equals igb.cdf (the route is the igb law there)")
+    _route_check(d, "multiclass.pdf", pts, lambda g, gamma, C: igbsym.get("igb.pdf").numpy(g=g, gamma=gamma), 1e-12,
+                 "C = 2 equals igb.pdf", relative=True)
+
+
+def _variance(d: Derivation):
+    d.step("Second moment. G_c^2 = P(two independent data points both go to c | W). Conditioning on w_i = u_c + z_i "
+           "and taking the expectation over each other mean u' ~ N(0, gamma) (independent across c'):")
+    d.step("E_u'[Phi(w_1 - u') Phi(w_2 - u')] = P(X_1 + u' <= w_1, X_2 + u' <= w_2) = Phi_2(w_1/s, w_2/s; rho), "
+           "s^2 = 1 + gamma, rho = gamma/(1 + gamma); (w_1, w_2)/s is itself standard bivariate normal with "
+           "correlation rho, so E[G_c^2] = E[Phi_2(T_1, T_2; rho)^(C-1)], (T_1, T_2) ~ N_2(0, [[1, rho], [rho, 1]]).")
+    d.step("C = 2: E[Phi_2(T_1, T_2; rho)] = P(T_1 - X_1 > 0, T_2 - X_2 > 0), an orthant probability of a pair with "
+           "correlation 2 rho/2 = rho: 1/4 + asin(rho)/(2 pi); the igb law gives Var[Phi(sqrt(gamma) Z)] = "
+           "asin(gamma/(1+gamma))/(2 pi) (Sheppard), the same.")
+    rho_def = gamma / (1 + gamma)
+    assert sp.simplify(rho_def.subs(gamma, rho / (1 - rho)) - rho) == 0
+    pts = [dict(gamma=gm, C=2) for gm in (1e-3, 0.1, 1.0, 10.0, 1e3)]
+    _route_check(d, "multiclass.var", pts, lambda gamma, C: math.asin(gamma / (1 + gamma)) / (2 * math.pi), 5e-9,
+                 "C = 2 equals asin(gamma/(1+gamma))/(2 pi), the igb variance")
+    d.step("Small gamma: G_c = 1/C + a_C sum_{c'} (u_c - u_c') + O(gamma), a_C = int phi^2 Phi^(C-2), so "
+           "Var = gamma C (C-1) a_C^2 + O(gamma^2); C = 3: a_3 = 1/(4 sqrt(pi)) (by Phi(z) + Phi(-z) = 1):")
+    a3 = sp.simplify(sp.integrate(phi**2, (z, -sp.oo, sp.oo)) / 2)
+    slope3 = sp.simplify(3 * 2 * a3**2)
+    d.step("", sp.Eq(sp.Symbol("dVar/d\\gamma|_{C=3}"), slope3))
+    a_c = lambda cc: float(mpmath.quad(lambda x: mpmath.npdf(x) ** 2 * mpmath.ncdf(x) ** (cc - 2),  # noqa: E731
+                                       [-mpmath.inf, 0, mpmath.inf]))
+    gm = 1e-4
+    _route_check(d, "multiclass.var", [dict(gamma=gm, C=cc) for cc in (3, 10, 100)],
+                 lambda gamma, C: gamma * C * (C - 1) * (float(sp.N(a3)) if C == 3 else a_c(C)) ** 2, 2e-3,
+                 f"small-gamma slope gamma C(C-1) a_C^2 at gamma = {gm} (relative; the O(gamma) correction is ~1e-4)",
+                 relative=True)
+    d.step("gamma -> inf: G_c -> 1{u_c is the largest mean}, so Var -> (1/C)(1 - 1/C) (the form's limit value).")
+
+
+def _empty(d: Derivation):
+    D = sp.Symbol("D", integer=True, positive=True)
+    d.step("Empty class. Given W the D data points are assigned independently (assumption iii), so "
+           "P(class c gets none) = E[(1 - G_c)^D]; integrating by parts (F(0) = 0) and substituting g = 1 - e^(-t/D):")
+    d.step("", sp.Eq(sp.Symbol("p_empty"), sp.Integral(sp.exp(-t) * sp.Function("F")(1 - sp.exp(-t / D)),
+                                                          (t, 0, sp.oo))))
+    lhs = sp.integrate(D * (1 - g) ** (D - 1), (g, 0, 1), conds="none")
+    if sp.simplify(lhs - 1) != 0:
+        raise DerivationError(f"normalisation of the kernel: {lhs}")
+    pts = [dict(gamma=gm, C=2, D=dd) for gm in (0.05, 1.5, 20.0) for dd in (5, 30, 1000) if gm > 0.05 or dd < 1000]
+    _route_check(d, "multiclass.p_empty", pts, lambda gamma, C, D: fam.p_empty_mp(mpmath.mpf(gamma), 2, D), 2e-9,
+                 "C = 2 equals E[Phi(sqrt(gamma) z)^D] (mpmath quadrature; 240-node rule, the hardest case is small gamma)", relative=True)
+    _route_check(d, "multiclass.n_empty", pts[:3], lambda gamma, C, D: 2 * fam.p_empty_mp(mpmath.mpf(gamma), 2, D),
+                 2e-9, "n_empty = C p_empty (linearity of expectation), C = 2", relative=True)
+
+
+def _vectors(d: Derivation):
+    d.step("Dominant class and entropy: Monte Carlo over exact fraction vectors (G_1..G_C), each by the trapezoid "
+           "rule of the defining integral. C = 2: max(G, 1 - G) = Phi(sqrt(gamma)|Z|), whose mean is "
+           "1/2 + atan(sqrt(gamma))/pi:")
+    a = sp.Symbol("a", positive=True)
+    target = sp.S.Half + sp.atan(a) / sp.pi
+    deriv = sp.integrate(2 * z * phi * phi.subs(z, a * z), (z, 0, sp.oo))      # d/da of 2 int_0^oo phi Phi(az)
+    if sp.simplify(deriv - sp.diff(target, a)) != 0 or target.subs(a, 0) != sp.S.Half:
+        raise DerivationError(f"E max at C = 2: derivative {deriv} != {sp.diff(target, a)}")
+    d.step("", sp.Eq(sp.Symbol("E\\max(G,1-G)"), target.subs(a, sp.sqrt(gamma))))
+    n = fam.vector_samples(1.0, 2).shape[0]
+    for name, ref, sd in (("multiclass.max_fraction", fam._binary_max_mp, 0.25),
+                          ("multiclass.entropy", fam._binary_entropy_mp, 0.3)):
+        tol = 5 * sd / math.sqrt(n)
+        _route_check(d, name, [dict(gamma=gm, C=2) for gm in (0.3, 1.0, 5.0)],
+                     lambda gamma, C, ref=ref: ref(mpmath.mpf(gamma), 2, mpmath.inf), tol,
+                     f"C = 2 vs the exact mpmath value, within 5 Monte Carlo SE (n = {n}, SD <= {sd})")
+    eps = math.sqrt(math.log(2 / 5.7e-7) / (2 * n))
+    _route_check(d, "multiclass.max_fraction_cdf", [dict(g=x, gamma=1.0, C=2) for x in (0.6, 0.75, 0.9)],
+                 lambda g, gamma, C: 2 * float(igbsym.get("igb.cdf").numpy(g=g, gamma=gamma)) - 1, eps,
+                 "C = 2: P(max <= g) = 2 F_igb(g) - 1, within the DKW band at alpha = 5.7e-7")
+
+
+def _paper(d: Derivation):
+    d.step("The paper's construction (App. H): compare class c with the largest mean among the other C - 1, whose "
+           "density is Eq. 82 with k = C - 1 (Eqs. 189-192), and reuse the binary law: "
+           "G_c^paper = Phi((u_c - M_{C-1})/sqrt 2), so P(G_c^paper <= g) = int Phi(m + sqrt(2) Phi^{-1}(g)/sqrt(gamma)) "
+           "d Phi(m)^(C-1) (m = M/sqrt(gamma)).")
+    pts = [dict(g=x, gamma=gm, C=cc) for x, gm, cc in ((0.1, 0.3, 2), (0.8, 3.0, 2), (0.4, 0.3, 3), (0.1, 3.0, 3),
+                                                        (0.8, 0.3, 50), (0.4, 3.0, 50))]
+    _route_check(d, "multiclass.paper_approx", pts,
+                 lambda g, gamma, C: fam.paper_approx_mp(mpmath.mpf(g), mpmath.mpf(gamma), C), 1e-9,
+                 "Gumbel-Gauss rule vs mpmath quadrature of the defining integral")
+    d.step("C = 2: the other maximum is the single other mean, so the construction is exact there (= igb.cdf).")
+    grid = np.linspace(0.0005, 0.9995, 1000)
+    mean_paper = 1 - float(np.mean(igbsym.get("multiclass.paper_approx").numpy(g=grid, gamma=1.0, C=10)))
+    d.erratum("IGB paper App. H, Eqs. 189-192",
+              "class c is compared with the largest of the other C-1 means only (G_c ~ Phi((mu_c - mu_max)/sqrt(2 "
+              "V_chi))), as the law of G_c",
+              "G_c = int phi(z) prod_{c' != c} Phi(z + u_c - u_c') dz; the construction ignores the other C-2 classes, "
+              f"overestimates every G_c and breaks sum_c G_c = 1: E G_c^paper = {mean_paper:.3f} at gamma = 1, C = 10 "
+              "(exact 1/C = 0.1), and -> 1/2 (not 1/C) as gamma -> 0; it is right only at C = 2 and in the limit "
+              "gamma -> inf (P(G_c = 1) = 1/C)",
+              "exact law (multiclass.cdf, multiclass.var) and torch simulations (validation/checks_multiclass.py); "
+              "error table in the README")
+
+
+def derive() -> Derivation:
+    d = Derivation("multiclass", "Multiclass IGB: the law of the class fractions (App. H)")
+    _model(d)
+    _binary(d)
+    _variance(d)
+    _empty(d)
+    _vectors(d)
+    _paper(d)
+    return d
+
+
+def paper_error_table(gammas=(0.1, 0.5, 1.0, 2.0, 10.0), classes=(3, 10, 100, 1000), n_g: int = 199) -> list:
+    """Rows (gamma, C, KS distance sup_g |F_paper - F_exact|, E G_paper - 1/C, MC SE of F_exact): the paper's App. H
+    construction against the exact law (conditional Monte Carlo; the KS distance is measured on n_g points)."""
+    rows = []
+    grid = np.linspace(0.0025, 0.9975, n_g)
+    fine = np.linspace(0.0005, 0.9995, 1000)
+    for cc in classes:
+        for gm in gammas:
+            exact, se = fam.law_se(grid, gm, cc)
+            paper = igbsym.get("multiclass.paper_approx").numpy(g=grid, gamma=gm, C=cc)
+            mean_paper = 1 - float(np.mean(igbsym.get("multiclass.paper_approx").numpy(g=fine, gamma=gm, C=cc)))
+            rows.append((gm, cc, float(np.max(np.abs(paper - exact))), mean_paper - 1 / cc, float(np.max(se))))
+    return rows
+
+
+if __name__ == "__main__":
+    from .base import document
+    print(document([derive()]))

@@ -1,0 +1,681 @@
+"""Multiclass IGB: the law of the class fractions (G_1, ..., G_C) of an untrained C-class network.
+
+Paper: igb-initial-guessing-bias.txt App. H (Eqs. 189-192) and App. I.1.2-I.1.3 (CIFAR-10/100).
+
+Model (derived in derivations/multiclass.py; every assumption is in ``MODEL``): given the weights, the C output
+means mu_c are i.i.d. N(0, V_W) over the weight ensemble and the outputs over the data are independent
+N(mu_c, V_chi) around them (infinite width; the class outputs uncorrelated over the data). With u_c = mu_c/sqrt(V_chi)
+~ N(0, gamma), gamma = V_W/V_chi (the binary law's gamma), the fraction of the data put in class c is
+
+    G_c = P_x(argmax = c | W) = integral phi(z) prod_{c' != c} Phi(z + u_c - u_c') dz.
+
+C = 2 gives G_0 = Phi((u_0 - u_1)/sqrt 2) = Phi(sqrt(gamma) Z): the igb law exactly.
+
+Numeric routes (no closed form exists for C >= 3; each says how it is computed and how accurate it is):
+
+* ``var``: E[G_c^2] = E[Phi_2(T_1, T_2; rho)^(C-1)], (T_1, T_2) standard bivariate normal with rho = gamma/(1+gamma)
+  (the inner expectation over the other C - 1 means is a bivariate-normal CDF). Deterministic 2-d quadrature:
+  T_1 by the Gumbel substitution Phi(T_1) = exp(-e^-tau/(C-1)) (the same k-independent variable as maxpool), T_2 | T_1
+  by composite Gauss-Legendre, Phi_2 by Owen's T (SciPy). mpmath reference: the exact value at C = 2 only (see
+  var_mp); mp_bvn_cdf (Drezner's integral) checks Owen's T.
+* the law of one G_c (``cdf``, ``pdf``), ``p_empty``, ``n_empty``: conditional Monte Carlo. The other C - 1 means are
+  N_DRAWS fixed seeded draws (common random numbers: the same draws for every g, so F is a smooth monotone function
+  of g); given them G_c is an increasing function of u_c, so P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)] with u* its root
+  (Rao-Blackwellised over u_c). The integral over z is a trapezoid rule on a grid of step 0.2 (spectrally accurate:
+  < 1e-12), u* by Newton in probit space. The error is statistical, stated with its standard error (``law_se``).
+* ``max_fraction``, ``max_fraction_cdf``, ``entropy``: Monte Carlo over whole vectors (G_1..G_C), each computed by
+  the same quadrature (sum_c G_c = 1 to 1e-12), optionally sampled at a finite dataset size D (multinomial counts),
+  which is what a network evaluated on D points shows.
+* ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
+  means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
+  1/2 instead of 1/C); deterministic 40-node Gumbel-Gauss rule for the maximum (maxpool's rule).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import mpmath
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from ..errors import InputError, NumericalError
+from ..form import ClosedForm, NumericRoute, Param, Provenance
+from ..functions import Phi, PhiInv
+from ..registry import register
+from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
+
+IGB = "igb-initial-guessing-bias.txt"
+C_MAX = 10_000
+N_DRAWS = 500           # conditional Monte Carlo draws of the other C - 1 means (cdf, pdf, p_empty), C <= 30;
+N_BUDGET = 15_000       # above C = 30: N = max(100, N_BUDGET // C) (the SE also shrinks with C: see law_se)
+SEED = 20_240_613       # fixed: the routes are deterministic functions of their inputs
+VEC_BUDGET = 100_000    # samples * C for the whole-vector Monte Carlo (max_fraction, entropy)
+H_Z = 0.2               # largest trapezoid step in the data-noise variable (see _step)
+_SQ2PI = math.sqrt(2 * math.pi)
+
+MODEL = ("model: (i) given W the C output means are i.i.d. N(0, V_W) over the weights (infinite width: a sum of many "
+         "independent terms); (ii) given W the outputs over the data are independent N(mu_c, V_chi) with one common "
+         "V_chi (infinite width: class outputs uncorrelated over the data); (iii) i.i.d. data; gamma = V_W/V_chi")
+
+gamma_s = sp.Symbol("gamma", nonnegative=True)
+C_s = sp.Symbol("C", integer=True)
+g_s = sp.Symbol("g", nonnegative=True)
+D_s = sp.Symbol("D", integer=True)
+z_s, u_s = sp.Symbol("z", real=True), sp.Symbol("u", real=True)
+
+GAMMA = Param("gamma", "nonnegative", "IGB strength Var_W(mu)/Var_chi(O) (0 and inf are the exact limits)",
+              allow_inf=True)
+C_PARAM = Param("C", "integer", "number of classes", minimum=2, maximum=C_MAX)
+G_PARAM = Param("g", "nonnegative", "class fraction, 0 <= g <= 1")
+D_PARAM = Param("D", "integer", "dataset size (number of data points)", minimum=1, maximum=10**9)
+D_INF = Param("D", "positive", "dataset size (inf = the population fraction)", default=math.inf, allow_inf=True)
+
+
+def _integer_d(D):
+    d = np.asarray(D, dtype=float)
+    bad = np.isfinite(d) & ((d != np.round(d)) | (d < 1))
+    if bad.any():
+        raise InputError(f"multiclass: D={d[bad].flat[0]:g} is not allowed; allowed: an integer >= 1 (or inf)")
+    return d
+
+
+def _check_g(g):
+    arr = np.asarray(g, dtype=float)
+    if ((arr < 0) | (arr > 1)).any():
+        bad = arr[(arr < 0) | (arr > 1)].flat[0]
+        raise InputError(f"multiclass: g={bad:g} is not allowed; allowed: 0 <= g <= 1")
+    return arr
+
+
+def _step(C: int) -> float:
+    """Trapezoid step for integrals against prod_j Phi(w - u_j) over <= C classes. That product is (up to) the CDF
+    of a maximum of C normals, Gumbel-like with scale b = 1/sqrt(2 ln C), whose Fourier transform decays only like
+    exp(-pi b |omega|/2): the trapezoid error is ~exp(-pi^2 b/h); h = 0.4 b keeps it below 2e-11."""
+    return min(H_Z, 0.4 / math.sqrt(2 * math.log(max(C, 2))))
+
+
+# ============================================================================ bivariate normal (Owen's T)
+def bvn_cdf(a, b, rho):
+    """Phi_2(a, b; rho) = P(X <= a, Y <= b), corr(X, Y) = rho in (-1, 1), by Owen's T (vectorised)."""
+    a, b, rho = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float), np.asarray(rho, float))
+    r = np.sqrt((1 - rho) * (1 + rho))
+    a0 = np.where(a == 0, 1e-300, a)
+    b0 = np.where(b == 0, 1e-300, b)
+    beta = np.where((a0 * b0 < 0), 0.5, 0.0)
+    out = (0.5 * (special.ndtr(a) + special.ndtr(b)) - special.owens_t(a0, (b - rho * a) / (a0 * r))
+           - special.owens_t(b0, (a - rho * b) / (b0 * r)) - beta)
+    return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)   # the orthant (Sheppard)
+
+
+def mp_bvn_cdf(h, k, rho):
+    """Phi_2 in mpmath by Drezner's integral Phi(h)Phi(k) + (1/2pi) int_0^asin(rho) exp(-(h^2+k^2-2hk sin t)/(2cos^2 t))."""
+    f = lambda t: mpmath.exp(-(h * h + k * k - 2 * h * k * mpmath.sin(t)) / (2 * mpmath.cos(t) ** 2))  # noqa: E731
+    return mpmath.ncdf(h) * mpmath.ncdf(k) + mpmath.quad(f, [0, mpmath.asin(rho)]) / (2 * mpmath.pi)
+
+
+# ============================================================================ variance (2-d quadrature)
+def _panels(edges, n):
+    x, w = np.polynomial.legendre.leggauss(n)
+    edges = np.asarray(edges, float)
+    mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
+    return (mid[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
+
+
+_TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 2.0), [16.0, 24.0, 40.0]]), 8)
+_Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 12), 8)
+_Y_W = _Y_W * np.exp(-_Y**2 / 2) / _SQ2PI
+VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: 96 Gumbel-variable x 88 conditional "
+             "nodes; measured against the exact C = 2 value for gamma in [1e-3, 1e3] and against Monte Carlo over "
+             "exact fraction vectors for C <= 1000); relative to Var "
+             "the error grows as gamma -> 0 (Var ~ gamma C(C-1) a_C^2)")
+
+
+def _second_moment(gamma: float, C: int) -> float:
+    """E[G_c^2] = E[Phi_2(T1, T2; rho)^(C-1)] (module docstring), one (gamma, C)."""
+    k = C - 1
+    rho = gamma / (1 + gamma)
+    r = math.sqrt((1 - rho) * (1 + rho))
+    t1 = quantile_at_gumbel(_TAU, k)                         # Phi(t1) = exp(-e^-tau / k)
+    dens = np.exp(-_TAU - np.exp(-_TAU) / k) / k             # dPhi(t1)/dtau
+    t2 = rho * t1[:, None] + r * _Y[None, :]
+    upper = bvn_cdf(-t1[:, None], -t2, rho)                  # P(X > t1, Y > t2)
+    tail = special.ndtr(-t1)[:, None] + special.ndtr(-t2) - upper   # 1 - Phi_2(t1, t2)
+    with np.errstate(divide="ignore"):
+        val = np.exp(k * np.log1p(-np.clip(tail, 0.0, 1.0)))
+    return float(((val @ _Y_W) * dens) @ _TAU_W)
+
+
+def var_numpy(gamma, C):
+    gamma, C = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(C, float))
+    out = np.empty(gamma.shape)
+    cache = {}
+    for idx in np.ndindex(gamma.shape):
+        key = (float(gamma[idx]), int(C[idx]))
+        if key not in cache:
+            gm, cc = key
+            if gm == 0:
+                cache[key] = 0.0
+            elif math.isinf(gm):
+                cache[key] = (1 - 1 / cc) / cc
+            else:
+                cache[key] = max(_second_moment(gm, cc) - 1 / cc**2, 0.0)
+        out[idx] = cache[key]
+    return out
+
+
+def var_mp(gamma, C):
+    """mpmath value where an exact one exists: C = 2, asin(gamma/(1+gamma))/(2 pi) (derivations/multiclass.py).
+    For C >= 3 a nested mpmath quadrature (Drezner's Phi_2 inside a 2-d integral) takes minutes per point, so there is
+    no mpmath route; the NumPy quadrature is checked against the exact C = 2 value, the small-gamma slope and an
+    independent Monte Carlo over exact fraction vectors (tests/test_multiclass.py)."""
+    if int(C) != 2:
+        raise NumericalError("multiclass.var: no mpmath reference for C >= 3 (see var_mp); use the NumPy route")
+    return mpmath.asin(gamma / (1 + gamma)) / (2 * mpmath.pi)
+
+
+def _var_limit(gamma, C):
+    if gamma == 0:
+        return 0
+    if gamma == mpmath.inf:
+        return (1 - mpmath.mpf(1) / C) / C
+    return None
+
+
+# ============================================================================ conditional Monte Carlo (law of G_c)
+@lru_cache(maxsize=64)
+def _others(C: int) -> np.ndarray:
+    """n_draws(C) x (C - 1) standard normal draws of the other classes' means (fixed seed per C)."""
+    return np.random.default_rng([SEED, C]).standard_normal((n_draws(C), C - 1))
+
+
+def n_draws(C: int) -> int:
+    """Conditional Monte Carlo sample size: N_DRAWS for C <= 30, then max(100, N_BUDGET // C) (cost ~ N C)."""
+    return max(100, min(N_DRAWS, N_BUDGET // C))
+
+
+def _log_win(w: np.ndarray, u: np.ndarray, block: int = 64) -> np.ndarray:
+    """L[s, i] = sum_j log Phi(w[s, i] - u[s, j]): log CDF of the others' maximal output, per draw s."""
+    out = np.empty(w.shape)
+    for s0 in range(0, w.shape[0], block):
+        out[s0:s0 + block] = special.log_ndtr(w[s0:s0 + block, :, None] - u[s0:s0 + block, None, :]).sum(-1)
+    return out
+
+
+N_TABLE, N_NEWTON = 97, 1    # u-table for the first guess (probit-linear interpolation), then Newton steps
+
+
+class _Conditional:
+    """G_hat(u) = P(u + eps > W | others) for each of the N_DRAWS draws, W the others' largest output."""
+
+    def __init__(self, gamma: float, C: int):
+        self.s = math.sqrt(gamma)
+        u = self.s * _others(C)
+        m = u.max(1)
+        self.lo = np.maximum(-8.5 * self.s, m - 12.0)
+        self.hi = np.minimum(8.5 * self.s, m + math.sqrt(2 * math.log(max(C - 1, 2))) + 9.0)
+        self.lo = np.minimum(self.lo, self.hi)
+        h = _step(C - 1)
+        n_w = int(math.ceil((np.max(self.hi - m) + 17.0) / h)) + 1
+        self.w = (m - 8.5)[:, None] + h * np.arange(n_w)[None, :]
+        self.ew = np.exp(_log_win(self.w, u)) * h
+
+    def ghat(self, u):
+        """(G_hat(u), dG_hat/du) for u [N, n] (trapezoid over the w grid, in column blocks)."""
+        val, der = np.empty(u.shape), np.empty(u.shape)
+        step = max(1, (1 << 22) // (u.shape[0] * self.w.shape[1]))
+        for c0 in range(0, u.shape[1], step):
+            d = u[:, c0:c0 + step, None] - self.w[:, None, :]
+            k = np.exp(-d * d / 2) / _SQ2PI
+            val[:, c0:c0 + step] = np.einsum("snk,sk->sn", k, self.ew)
+            der[:, c0:c0 + step] = np.einsum("snk,sk->sn", -d * k, self.ew)
+        return val, der
+
+    def roots(self, g: np.ndarray) -> np.ndarray:
+        """u*(g) per draw [N, n_g]: G_hat(u*) = g, clamped to [lo, hi] (Newton in probit space)."""
+        n = len(self.lo)
+        frac = np.linspace(0, 1, N_TABLE)
+        table = self.lo[:, None] + (self.hi - self.lo)[:, None] * frac[None, :]
+        gt, _ = self.ghat(table)
+        pt = special.ndtri(np.clip(gt, 1e-300, 1 - 1e-16))
+        target = special.ndtri(np.clip(g, 1e-300, 1 - 1e-16))
+        idx = np.clip(np.sum(pt[:, :, None] < target[None, None, :], axis=1), 1, len(frac) - 1)
+        rows = np.arange(n)[:, None]
+        p0, p1 = pt[rows, idx - 1], pt[rows, idx]
+        u0, u1 = table[rows, idx - 1], table[rows, idx]
+        t = np.clip((target[None, :] - p0) / np.where(p1 > p0, p1 - p0, 1.0), 0, 1)
+        u = u0 + t * (u1 - u0)
+        for _ in range(N_NEWTON):
+            gv, dg = self.ghat(u)
+            pv = special.ndtri(np.clip(gv, 1e-300, 1 - 1e-16))
+            slope = dg / np.maximum(np.exp(-pv * pv / 2) / _SQ2PI, 1e-300)
+            u = np.clip(u - (pv - target[None, :]) / np.maximum(slope, 1e-300), self.lo[:, None], self.hi[:, None])
+        return u
+
+
+@lru_cache(maxsize=16)
+def _conditional(gamma: float, C: int) -> _Conditional:
+    return _Conditional(gamma, C)
+
+
+def law_samples(g, gamma: float, C: int):
+    """Per-draw conditional values (F_s(g), f_s(g)) [N_DRAWS, n_g]: P(G_c <= g | others) and its density in g.
+    Their means are multiclass.cdf / pdf; their standard deviation / sqrt(N_DRAWS) the Monte Carlo SE."""
+    g = np.atleast_1d(np.asarray(g, float))
+    cond = _conditional(float(gamma), int(C))
+    u = cond.roots(g)
+    _, dg = cond.ghat(u)
+    inside = (u > cond.lo[:, None]) & (u < cond.hi[:, None])
+    x = u / cond.s
+    dens = np.where(inside, np.exp(-x * x / 2) / (_SQ2PI * cond.s) / np.maximum(dg, 1e-300), 0.0)
+    return special.ndtr(x), dens
+
+
+def law_se(g, gamma: float, C: int) -> tuple:
+    """(cdf, its Monte Carlo standard error) of one class fraction at g (scalar gamma, C)."""
+    fs, _ = law_samples(g, gamma, C)
+    return fs.mean(0), fs.std(0, ddof=1) / math.sqrt(fs.shape[0])
+
+
+def _pairs(gamma, C, *more):
+    arrays = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(C, float), *[np.asarray(m, float) for m in more])
+    return arrays[0].shape, [a.ravel() for a in arrays]
+
+
+def cdf_numpy(g, gamma, C):
+    g = _check_g(g)
+    shape, (gm, cc, gg) = _pairs(gamma, C, g)
+    out = np.empty(gg.shape)
+    for key in set(zip(gm, cc)):
+        sel = (gm == key[0]) & (cc == key[1])
+        out[sel] = _cdf_one(gg[sel], key[0], int(key[1]))
+    return out.reshape(shape)
+
+
+def _cdf_one(g, gamma, C):
+    if gamma == 0:
+        return np.where(g < 1 / C, 0.0, 1.0)
+    if math.isinf(gamma):
+        return np.where(g < 1, 1 - 1 / C, 1.0)
+    if C == 2:
+        return special.ndtr(_probit(g) / math.sqrt(gamma))
+    out = law_samples(g, gamma, C)[0].mean(0)
+    return np.where(g <= 0, 0.0, np.where(g >= 1, 1.0, out))
+
+
+def _probit(g):
+    g = np.asarray(g, float)
+    x = special.ndtri(np.minimum(g, 1 - g))
+    return np.where(g > 0.5, -x, x)
+
+
+def pdf_numpy(g, gamma, C):
+    g = _check_g(g)
+    if np.any((g <= 0) | (g >= 1)):
+        raise InputError("multiclass.pdf: g must satisfy 0 < g < 1")
+    shape, (gm, cc, gg) = _pairs(gamma, C, g)
+    out = np.empty(gg.shape)
+    for key in set(zip(gm, cc)):
+        sel = (gm == key[0]) & (cc == key[1])
+        gamma_, C_ = key[0], int(key[1])
+        if C_ == 2:
+            x = _probit(gg[sel])
+            out[sel] = np.exp(-0.5 * np.log(gamma_) + (1 - 1 / gamma_) * x * x / 2)
+        else:
+            out[sel] = law_samples(gg[sel], gamma_, C_)[1].mean(0)
+    return out.reshape(shape)
+
+
+def _positive_finite_gamma(name, gamma):
+    if not (0 < gamma < mpmath.inf):
+        raise InputError(f"{name}: the density needs 0 < gamma < inf (gamma = 0 and inf are atoms: use the cdf)")
+
+
+# --- p_empty: E[(1 - G_c)^D] = int_0^inf e^-t F(1 - e^(-t/D)) dt, t = e^xi ------------------------------------
+def _t_rule(n_panels, n):
+    xi, w = _panels(np.linspace(-25.0, math.log(50.0), n_panels + 1), n)
+    t = np.exp(xi)
+    return t, w * t * np.exp(-t)
+
+
+_T, _T_W = _t_rule(14, 8)              # Monte Carlo route: quadrature error <= 1e-4 relative (below the SE)
+_T2, _T2_W = _t_rule(15, 16)           # exact C = 2 route: relative error <= 2e-9 (tested against mpmath)
+
+
+def p_empty_samples(gamma: float, C: int, D: int) -> np.ndarray:
+    """Per-draw conditional P(class c gets no point of D | others) [n_draws(C)]; mean = multiclass.p_empty."""
+    return _p_empty_samples(float(gamma), int(C), int(D)).copy()
+
+
+@lru_cache(maxsize=64)
+def _p_empty_samples(gamma, C, D):
+    g = -np.expm1(-_T / D)
+    fs, _ = law_samples(g, gamma, C)
+    return fs @ _T_W
+
+
+def p_empty_numpy(gamma, C, D):
+    shape, (gm, cc, dd) = _pairs(gamma, C, D)
+    out = np.empty(gm.shape)
+    cache = {}
+    for i, key in enumerate(zip(gm, cc, dd)):
+        if key not in cache:
+            gamma_, C_, D_ = key[0], int(key[1]), int(key[2])
+            if gamma_ == 0:
+                cache[key] = (1 - 1 / C_) ** D_
+            elif math.isinf(gamma_):
+                cache[key] = 1 - 1 / C_
+            elif C_ == 2:
+                cache[key] = _p_empty_binary(gamma_, D_)
+            else:
+                cache[key] = float(p_empty_samples(gamma_, C_, D_).mean())
+        out[i] = cache[key]
+    return out.reshape(shape)
+
+
+def _p_empty_binary(gamma, D):
+    """C = 2: E[Phi(sqrt(gamma) z)^D] by the same t-substitution with the exact igb cdf."""
+    g = -np.expm1(-_T2 / D)
+    return float(special.ndtr(_probit(g) / math.sqrt(gamma)) @ _T2_W)
+
+
+def p_empty_mp(gamma, C, D):
+    if int(C) != 2:
+        raise NumericalError("multiclass.p_empty: no mpmath reference for C >= 3 (conditional Monte Carlo route; its "
+                             "standard error is multiclass.p_empty_samples(...).std()/sqrt(N_DRAWS))")
+    s = mpmath.sqrt(gamma)
+    return mpmath.quad(lambda z: mpmath.npdf(z) * mpmath.ncdf(-s * z) ** int(D), [-mpmath.inf, 0, mpmath.inf])
+
+
+def _p_empty_limit(gamma, C, D):
+    if gamma == 0:
+        return (1 - mpmath.mpf(1) / C) ** D
+    if gamma == mpmath.inf:
+        return 1 - mpmath.mpf(1) / C
+    return None
+
+
+# ============================================================================ whole vectors (max fraction, entropy)
+def vector_samples(gamma: float, C: int, n: int | None = None, seed: int = 0) -> np.ndarray:
+    """n exact fraction vectors (G_1..G_C) [n, C] for means u ~ N(0, gamma I_C) (fixed seed); n defaults to
+    min(4000, VEC_BUDGET // C)."""
+    n = n or max(100, min(4000, VEC_BUDGET // C))
+    return _vectors(float(gamma), int(C), int(n), int(seed)).copy()
+
+
+@lru_cache(maxsize=16)
+def _vectors(gamma, C, n, seed):
+    rng = np.random.default_rng([SEED, C, seed, 1])
+    if gamma == 0:
+        return np.full((n, C), 1 / C)
+    z = rng.standard_normal((n, C))
+    if math.isinf(gamma):
+        return (z == z.max(1, keepdims=True)).astype(float)
+    u = math.sqrt(gamma) * z
+    m = u.max(1)
+    h = _step(C)
+    n_w = int(math.ceil((math.sqrt(2 * math.log(C)) + 17.0) / h)) + 1
+    w = (m - 8.5)[:, None] + h * np.arange(n_w)[None, :]
+    out = np.empty((n, C))
+    for s0 in range(0, n, 32):
+        lw = special.log_ndtr(w[s0:s0 + 32, :, None] - u[s0:s0 + 32, None, :])       # [b, n_w, C]
+        total = lw.sum(2, keepdims=True)
+        d = w[s0:s0 + 32, :, None] - u[s0:s0 + 32, None, :]
+        out[s0:s0 + 32] = h * (np.exp(total - lw - d * d / 2) / _SQ2PI).sum(1)
+    return out
+
+
+def _observed(vectors: np.ndarray, D: float, seed: int = 0) -> np.ndarray:
+    """Fractions as measured on D i.i.d. data points: multinomial(D, G)/D per vector (D = inf: G itself)."""
+    if math.isinf(D):
+        return vectors
+    rng = np.random.default_rng([SEED, vectors.shape[1], int(D), seed, 2])
+    p = vectors / vectors.sum(1, keepdims=True)
+    return rng.multinomial(int(D), p) / D
+
+
+def max_fraction_samples(gamma: float, C: int, D: float = math.inf) -> np.ndarray:
+    """Monte Carlo sample of the dominant class fraction max_c G_c (at dataset size D)."""
+    return np.sort(_observed(vector_samples(gamma, C), D).max(1))
+
+
+def _over_points(fn, *arrays):
+    shape, flat = _pairs(*arrays)
+    out = np.empty(flat[0].shape)
+    for i, key in enumerate(zip(*flat)):
+        out[i] = fn(*key)
+    return out.reshape(shape)
+
+
+def max_fraction_numpy(gamma, C, D):
+    _integer_d(D)
+    return _over_points(lambda gm, cc, dd: max_fraction_samples(gm, int(cc), dd).mean(), gamma, C, D)
+
+
+def max_fraction_cdf_numpy(g, gamma, C, D):
+    _check_g(g)
+    _integer_d(D)
+
+    def one(gm, cc, dd, gg):
+        x = max_fraction_samples(gm, int(cc), dd)
+        return np.searchsorted(x, gg, side="right") / x.size
+    shape, (gm, cc, dd, gg) = _pairs(gamma, C, D, g)
+    return np.array([one(*k) for k in zip(gm, cc, dd, gg)]).reshape(shape)
+
+
+def entropy_numpy(gamma, C, D):
+    _integer_d(D)
+
+    def one(gm, cc, dd):
+        p = _observed(vector_samples(gm, int(cc)), dd)
+        return float(-special.xlogy(p, p).sum(1).mean())
+    return _over_points(one, gamma, C, D)
+
+
+def _no_mp_reference(**_):
+    raise NumericalError("multiclass.max_fraction_cdf: Monte Carlo route, no mpmath reference")
+
+
+def _binary_max_mp(gamma, C, D):
+    if int(C) != 2 or D != mpmath.inf:
+        raise NumericalError("no mpmath reference for C >= 3 or finite D (Monte Carlo route; see vector_samples)")
+    return mpmath.mpf(1) / 2 + mpmath.atan(mpmath.sqrt(gamma)) / mpmath.pi
+
+
+def _binary_entropy_mp(gamma, C, D):
+    if int(C) != 2 or D != mpmath.inf:
+        raise NumericalError("no mpmath reference for C >= 3 or finite D (Monte Carlo route; see vector_samples)")
+    s = mpmath.sqrt(gamma)
+
+    def h(z):
+        p = mpmath.ncdf(s * z)
+        return -(p * mpmath.log(p) + (1 - p) * mpmath.log(1 - p)) if 0 < p < 1 else mpmath.mpf(0)
+    return mpmath.quad(lambda z: mpmath.npdf(z) * h(z), [-mpmath.inf, 0, mpmath.inf])
+
+
+# ============================================================================ the paper's approximation (App. H)
+def paper_approx_numpy(g, gamma, C):
+    """P(Phi((u_c - M)/sqrt 2) <= g), M the largest of C - 1 i.i.d. N(0, gamma): E_M[Phi(M/s + sqrt(2) x/s)]."""
+    g = _check_g(g)
+    g, gamma, C = np.broadcast_arrays(g, np.asarray(gamma, float), np.asarray(C, float))
+    x = _probit(g)
+    nodes, weights = gumbel_gauss_rule()
+    regular = (gamma > 0) & np.isfinite(gamma) & (g > 0) & (g < 1)
+    s = np.sqrt(np.where(regular, gamma, 1.0))
+    m = quantile_at_gumbel(nodes, (C - 1)[..., None])              # the max of C - 1 standard normals
+    out = special.ndtr(m + (np.sqrt(2) * np.where(regular, x, 0.0) / s)[..., None]) @ weights
+    out = np.where(np.isinf(gamma), 1 - 1 / C, out)
+    out = np.where(gamma == 0, np.where(g < 0.5, 0.0, 1.0), out)
+    return np.where(g <= 0, 0.0, np.where(g >= 1, 1.0, out))
+
+
+def paper_approx_mp(g, gamma, C):
+    k = int(C) - 1
+    if g <= 0 or g >= 1:
+        return mpmath.mpf(0) if g <= 0 else mpmath.mpf(1)
+    shift = mpmath.sqrt(2) * mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma)
+    dens = lambda m: k * mpmath.npdf(m) * mpmath.ncdf(m) ** (k - 1)  # noqa: E731
+    centre = mpmath.sqrt(2 * mpmath.log(k)) if k > 1 else mpmath.mpf(0)
+    return mpmath.quad(lambda m: dens(m) * mpmath.ncdf(m + shift), [-mpmath.inf, centre - 2, centre, centre + 2,
+                                                                      mpmath.inf])
+
+
+def _paper_limit(g, gamma, C):
+    if g == 0 or g == 1:
+        return g
+    if gamma == 0:
+        return 0 if g < 0.5 else 1
+    if gamma == mpmath.inf:
+        return 1 - mpmath.mpf(1) / C
+    return None
+
+
+# ============================================================================ registration
+LAW = Provenance(IGB, "App. H (multi-class extension; exact law derived in derivations/multiclass.py)", MODEL)
+_G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z_s + u_s - sp.Symbol("u_j")),
+                                                                         (sp.Symbol("j"), 1, C_s - 1)),
+                     (z_s, -sp.oo, sp.oo))
+MC_ERROR = (f"Monte Carlo over N = min({N_DRAWS}, max(100, {N_BUDGET}/C)) fixed draws of the other C-1 means "
+            "(Rao-Blackwellised over u_c): standard error <= 0.5/sqrt(N) in the worst case, measured <= 0.011 at C <= 30 "
+            "and <= 0.012 at C = 1000 "
+            "(law_se gives it); quadrature and root-finding error < 1e-9; C = 2 and gamma in {0, inf} are exact")
+
+
+def _route(np_fn, mp_fn, method, error, defining=None):
+    return lambda: NumericRoute(np_fn, mp_fn, method, error, defining)
+
+
+def _mp_binary_cdf(g, gamma, C):
+    if int(C) != 2:
+        raise NumericalError("multiclass.cdf: no mpmath reference for C >= 3 (conditional Monte Carlo route; "
+                             "law_se gives its standard error)")
+    return mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
+
+
+def _mp_binary_pdf(g, gamma, C):
+    _positive_finite_gamma("multiclass.pdf", gamma)
+    if int(C) != 2:
+        raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (conditional Monte Carlo route)")
+    x = mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
+    return mpmath.exp((1 - 1 / gamma) * x * x / 2) / mpmath.sqrt(gamma)
+
+
+def _cdf_limit(g, gamma, C):
+    if g == 0 or g == 1:
+        return g
+    if gamma == 0:
+        return 0 if g < mpmath.mpf(1) / C else 1
+    if gamma == mpmath.inf:
+        return 1 - mpmath.mpf(1) / C
+    return None
+
+
+register(ClosedForm(
+    "multiclass.mean", "E[G_c] = 1/C: by exchangeability of the classes and sum_c G_c = 1.", (C_PARAM,), LAW,
+    expr=1 / C_s))
+register(ClosedForm(
+    "multiclass.var", "Var[G_c] of one class fraction: E[Phi_2(T1, T2; gamma/(1+gamma))^(C-1)] - 1/C^2.",
+    (GAMMA, C_PARAM), Provenance(IGB, "App. H (exact second moment; the paper gives none)", MODEL),
+    builder=_route(var_numpy, var_mp, "2-d quadrature of E[Phi_2(T1,T2;rho)^(C-1)] (Owen's T; Gumbel variable)",
+                   VAR_ERROR), limit=_var_limit,
+    display=r"E\left[\Phi_2\left(T_1, T_2; \tfrac{\gamma}{1+\gamma}\right)^{C-1}\right] - \frac{1}{C^2}"))
+register(ClosedForm(
+    "multiclass.cdf", "P(G_c <= g): the law of the fraction of the data put in one class c of C.",
+    (G_PARAM, GAMMA, C_PARAM), LAW,
+    builder=_route(cdf_numpy, _mp_binary_cdf, "conditional Monte Carlo over the other means (exact igb.cdf at C = 2)",
+                   MC_ERROR, _G_DEF), limit=_cdf_limit,
+    display=r"P\left(\int \phi(z) \prod_{c' \neq c} \Phi(z + u_c - u_{c'})\,dz \le g\right),\ "
+            r"u \sim N(0, \gamma I_C)"))
+register(ClosedForm(
+    "multiclass.pdf", "Density of one class fraction G_c (0 < gamma < inf; C = 2 is igb.pdf).",
+    (Param("g", "positive", "class fraction, 0 < g < 1"), Param("gamma", "positive", "IGB strength"), C_PARAM), LAW,
+    builder=_route(pdf_numpy, _mp_binary_pdf, "conditional Monte Carlo (density of the Rao-Blackwellised cdf); "
+                   "exact igb.pdf at C = 2", MC_ERROR.replace("0.5/sqrt(N)", "the sample SD/sqrt(N)"), _G_DEF),
+    display=r"\frac{d}{dg} P(G_c \le g)"))
+register(ClosedForm(
+    "multiclass.p_empty", "P(a class receives no point of a dataset of D points) = E[(1 - G_c)^D] (the CIFAR-100 "
+    "peak at 0, App. I.1.3).", (GAMMA, C_PARAM, D_PARAM),
+    Provenance(IGB, "App. I.1.3 (peak at 0 for CIFAR-100)", MODEL + "; data points assigned independently given W"),
+    builder=_route(p_empty_numpy, p_empty_mp, "int_0^inf e^-t F(1 - e^(-t/D)) dt with the conditional Monte Carlo "
+                   "cdf F (Gauss-Legendre in log t); exact igb law at C = 2", MC_ERROR), limit=_p_empty_limit,
+    display=r"E\left[(1 - G_c)^D\right] = \int_0^\infty e^{-t} F_{G_c}\left(1 - e^{-t/D}\right) dt"))
+register(ClosedForm(
+    "multiclass.n_empty", "Expected number of classes with no point of a dataset of D points: C E[(1 - G_c)^D].",
+    (GAMMA, C_PARAM, D_PARAM), Provenance(IGB, "App. I.1.3", MODEL),
+    builder=_route(lambda gamma, C, D: C * p_empty_numpy(gamma, C, D),
+                   lambda gamma, C, D: C * p_empty_mp(gamma, C, D), "C times multiclass.p_empty", MC_ERROR + " (x C)"),
+    limit=lambda gamma, C, D: None if (lim := _p_empty_limit(gamma, C, D)) is None else C * lim,
+    display=r"C\,E\left[(1 - G_c)^D\right]"))
+_VEC_ERROR = (f"Monte Carlo over n = min(4000, {VEC_BUDGET}/C) fixed exact fraction vectors (each by quadrature, "
+              "sum_c G_c = 1 to 1e-12): standard error = sample SD/sqrt(n) (see vector_samples); exact at C = 2 "
+              "(mpmath) and gamma in {0, inf}")
+register(ClosedForm(
+    "multiclass.max_fraction", "E[max_c G_c]: mean fraction of the dominant class (the sorted frequencies of App. H), "
+    "as measured on D data points (D = inf: the population value).", (GAMMA, C_PARAM, D_INF),
+    Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
+    builder=_route(max_fraction_numpy, _binary_max_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR),
+    limit=lambda gamma, C, D: (1 / mpmath.mpf(C) if gamma == 0 and D == mpmath.inf else
+                               (1 if gamma == mpmath.inf else None)),
+    display=r"E\left[\max_c G_c\right]"))
+register(ClosedForm(
+    "multiclass.max_fraction_cdf", "P(max_c G_c <= g): the law of the dominant class fraction (at dataset size D).",
+    (G_PARAM, GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
+    builder=_route(max_fraction_cdf_numpy, _no_mp_reference, "empirical CDF of Monte Carlo max fractions", _VEC_ERROR.replace("standard error", "DKW band")),
+    display=r"P\left(\max_c G_c \le g\right)"))
+register(ClosedForm(
+    "multiclass.entropy", "E[-sum_c G_c log G_c] (nats): how prejudiced a C-class net is (log C: none; 0: total).",
+    (GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H", MODEL),
+    builder=_route(entropy_numpy, _binary_entropy_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR),
+    limit=lambda gamma, C, D: (mpmath.log(C) if gamma == 0 and D == mpmath.inf else
+                               (0 if gamma == mpmath.inf else None)),
+    display=r"E\left[-\sum_c G_c \log G_c\right]"))
+PAPER_NOTE = ("ERRATUM: the construction compares class c with the largest of the other C-1 means only, i.e. "
+              "G_c ~ Phi((u_c - max_{c'} u_c')/sqrt 2); it ignores the other C-2 classes, so it violates sum_c G_c = 1 "
+              "(E G_c != 1/C; at gamma -> 0 every G_c -> 1/2 instead of 1/C); its error against the exact law is "
+              "tabulated in derivations/multiclass.py and the README")
+register(ClosedForm(
+    "multiclass.paper_approx", "The paper's App. H construction as printed: P(Phi((u_c - M_{C-1})/sqrt 2) <= g), "
+    "M_{C-1} the largest of the other C-1 means (Eqs. 189-192 + the binary law).", (G_PARAM, GAMMA, C_PARAM),
+    Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE),
+    builder=_route(paper_approx_numpy, paper_approx_mp, "40-node Gumbel-Gauss rule for the maximum (maxpool)",
+                   "absolute error <= 1e-9 for gamma >= 0.1 (smooth integrand), tested against mpmath",
+                   sp.Integral(Phi(sp.Symbol("m") + sp.sqrt(2) * PhiInv(g_s) / sp.sqrt(gamma_s))
+                               * sp.Derivative(Phi(sp.Symbol("m")) ** (C_s - 1), sp.Symbol("m")),
+                               (sp.Symbol("m"), -sp.oo, sp.oo))),
+    limit=_paper_limit,
+    display=r"\int \Phi\left(m + \tfrac{\sqrt{2}\,\Phi^{-1}(g)}{\sqrt{\gamma}}\right) d\,\Phi(m)^{C-1}"))
+
+
+# ============================================================================ the summary `predict --classes` prints
+SUMMARY_D = 10_000
+
+
+def multiclass_summary(gamma: float, C: int, D: int = SUMMARY_D) -> dict:
+    """What ``igbsym predict --classes C`` prints for an architecture of IGB strength gamma (one line per key).
+
+    Keys: classes, gamma, mean_fraction (1/C), sd_fraction, p_empty and expected_empty_classes at dataset size D,
+    max_fraction (E of the dominant class fraction, population), max_fraction_uniform (1/C, no IGB), entropy
+    (E entropy, nats) and entropy_max (log C), paper_approx_mean (the paper's App. H construction: its E G_c)."""
+    from ..registry import get
+    if isinstance(C, bool) or not float(C).is_integer() or C < 2 or C > C_MAX:
+        raise InputError(f"multiclass summary: C={C!r} is not allowed; allowed: an integer 2 <= C <= {C_MAX}")
+    C = int(C)
+    GAMMA.check_array("multiclass summary", gamma)
+    D_PARAM.check_scalar("multiclass summary", D)
+    gamma = float(gamma)
+    pts = np.linspace(0.0005, 0.9995, 1000)
+    paper = get("multiclass.paper_approx").numpy(g=pts, gamma=gamma, C=C)
+    paper_mean = float(1 - np.mean(paper)) if 0 < gamma < math.inf else (0.5 if gamma == 0 else 1 / C)
+    return {
+        "classes": C, "gamma": gamma, "dataset_size": int(D),
+        "mean_fraction": 1 / C,
+        "sd_fraction": math.sqrt(float(get("multiclass.var").numpy(gamma=gamma, C=C))),
+        "p_empty": float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D)),
+        "expected_empty_classes": float(get("multiclass.n_empty").numpy(gamma=gamma, C=C, D=D)),
+        "max_fraction": float(get("multiclass.max_fraction").numpy(gamma=gamma, C=C)),
+        "max_fraction_uniform": 1 / C,
+        "entropy": float(get("multiclass.entropy").numpy(gamma=gamma, C=C)),
+        "entropy_max": math.log(C),
+        "paper_approx_mean": paper_mean,
+    }

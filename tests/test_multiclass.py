@@ -1,0 +1,185 @@
+"""Multiclass family: kernels vs mpmath and vs an independent Monte Carlo over exact fraction vectors, the C = 2
+reduction to the igb law, sum_c G_c = 1 => E G_c = 1/C, monotonicity in gamma, limits, bad input, the summary."""
+import math
+import os
+import subprocess
+import sys
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, settings, strategies as st
+
+import igbsym
+from igbsym.errors import InputError
+from igbsym.families import multiclass as fam
+
+get = igbsym.get
+Z = 5.0
+
+
+def few():
+    """An eighth of the profile's examples, for properties whose each example builds a Monte Carlo engine."""
+    return settings(max_examples=max(3, settings().max_examples // 8))
+
+
+@given(a=st.floats(-4, 4), b=st.floats(-4, 4), rho=st.floats(-0.95, 0.999))
+def test_owen_t_bivariate_normal_matches_drezner_integral(a, b, rho):
+    with mpmath.workdps(30):
+        ref = float(fam.mp_bvn_cdf(mpmath.mpf(a), mpmath.mpf(b), mpmath.mpf(rho)))
+    assert abs(float(fam.bvn_cdf(a, b, rho)) - ref) <= 1e-12
+
+
+@given(gamma=st.floats(1e-3, 1e3))
+@example(gamma=1.0)
+def test_var_reduces_to_the_binary_law_at_two_classes(gamma):
+    exact = math.asin(gamma / (1 + gamma)) / (2 * math.pi)
+    assert abs(float(get("multiclass.var").numpy(gamma=gamma, C=2)) - exact) <= 5e-9
+    assert abs(float(get("multiclass.var").mp(30, gamma=gamma, C=2)) - exact) <= 1e-14
+
+
+@pytest.mark.parametrize("gamma,C", [(0.3, 3), (1.0, 10), (4.0, 10), (1.0, 100)])
+def test_var_quadrature_matches_monte_carlo_over_exact_vectors(gamma, C):
+    v = fam.vector_samples(gamma, C)
+    units = ((v - 1 / C) ** 2).mean(1)               # i.i.d. over samples, mean Var G
+    est, se = units.mean(), units.std(ddof=1) / math.sqrt(units.size)
+    pred = float(get("multiclass.var").numpy(gamma=gamma, C=C))
+    assert abs(est - pred) <= Z * se, (est, pred, se)
+
+
+@few()
+@given(gamma=st.floats(0.05, 30), C=st.integers(2, 12))
+def test_fractions_sum_to_one_and_average_one_over_c(gamma, C):
+    v = fam.vector_samples(gamma, C, n=200, seed=1)
+    assert np.all(np.abs(v.sum(1) - 1) < 1e-10) and np.all(v >= 0)
+    assert float(get("multiclass.mean").numpy(C=C)) == 1 / C
+    x = v[:, 0]
+    assert abs(x.mean() - 1 / C) <= Z * x.std(ddof=1) / math.sqrt(x.size) + 1e-12
+
+
+@few()
+@given(gamma=st.floats(0.1, 10), C=st.sampled_from([3, 5, 12]))
+def test_cdf_is_a_law_with_mean_one_over_c(gamma, C):
+    grid = np.linspace(0, 1, 101)
+    F = get("multiclass.cdf").numpy(g=grid, gamma=gamma, C=C)
+    assert np.all((F >= 0) & (F <= 1)) and np.all(np.diff(F) >= -1e-12) and F[-1] == 1
+    samples, _ = fam.law_samples(grid[1:-1], gamma, C)
+    per_draw = 1 - np.concatenate([np.zeros((samples.shape[0], 1)), samples, np.ones((samples.shape[0], 1))], 1)
+    mean_units = (per_draw[:, :-1] + per_draw[:, 1:]).sum(1) / 2 * (grid[1] - grid[0])   # E G = int (1 - F)
+    se = mean_units.std(ddof=1) / math.sqrt(mean_units.size)
+    assert abs(mean_units.mean() - 1 / C) <= Z * se + 2e-3, (mean_units.mean(), se)  # 2e-3: trapezoid in g
+
+
+@few()
+@given(g=st.floats(0.01, 0.99), gamma=st.floats(0.05, 20))
+def test_two_classes_reduce_exactly_to_igb_and_the_engine_agrees(g, gamma):
+    assert get("multiclass.cdf").numpy(g=g, gamma=gamma, C=2) == pytest.approx(
+        float(get("igb.cdf").numpy(g=g, gamma=gamma)), abs=1e-15)
+    assert get("multiclass.pdf").numpy(g=g, gamma=gamma, C=2) == pytest.approx(
+        float(get("igb.pdf").numpy(g=g, gamma=gamma)), rel=1e-12)
+    assert get("multiclass.paper_approx").numpy(g=g, gamma=gamma, C=2) == pytest.approx(
+        float(get("igb.cdf").numpy(g=g, gamma=gamma)), abs=1e-9)
+    F, se = fam.law_se(np.array([g]), gamma, 2)          # the Monte Carlo engine itself at C = 2
+    assert abs(F[0] - float(get("igb.cdf").numpy(g=g, gamma=gamma))) <= Z * se[0] + 1e-9
+
+
+@given(g1=st.floats(0.01, 100), g2=st.floats(0.01, 100), C=st.integers(2, 2000))
+def test_var_increases_with_gamma_and_stays_below_the_limit(g1, g2, C):
+    lo, hi = sorted((g1, g2))
+    v = get("multiclass.var").numpy(gamma=np.array([0.0, lo, hi, np.inf]), C=C)
+    assert np.all(np.diff(v) >= -5e-9) and v[0] == 0 and v[-1] == pytest.approx((1 - 1 / C) / C)
+
+
+def test_limits_gamma_zero_and_infinity():
+    cdf = get("multiclass.cdf")
+    assert list(cdf.numpy(g=[0.05, 0.2, 0.5], gamma=0, C=5)) == [0.0, 1.0, 1.0]
+    assert list(cdf.numpy(g=[0.05, 0.99], gamma=np.inf, C=5)) == [0.8, 0.8]
+    assert float(cdf.mp(20, g=0.1, gamma=0, C=5)) == 0.0 and float(cdf.mp(20, g=0.5, gamma="inf", C=5)) == 0.8
+    assert get("multiclass.p_empty").numpy(gamma=0, C=4, D=3) == pytest.approx(0.75**3)
+    assert get("multiclass.p_empty").numpy(gamma=np.inf, C=4, D=3) == pytest.approx(0.75)
+    assert get("multiclass.max_fraction").numpy(gamma=0, C=7) == pytest.approx(1 / 7)
+    assert get("multiclass.entropy").numpy(gamma=0, C=7) == pytest.approx(math.log(7))
+    assert get("multiclass.entropy").numpy(gamma=np.inf, C=7) == 0.0
+
+
+@pytest.mark.parametrize("gamma,C", [(0.5, 3), (2.0, 10)])
+def test_p_empty_of_one_point_and_against_vector_monte_carlo(gamma, C):
+    p1 = fam.p_empty_samples(gamma, C, 1)
+    assert abs(p1.mean() - (1 - 1 / C)) <= Z * p1.std(ddof=1) / math.sqrt(p1.size) + 1e-6
+    D = 30
+    v = fam.vector_samples(gamma, C, seed=3)
+    direct = ((1 - v) ** D).mean(1)
+    pe = fam.p_empty_samples(gamma, C, D)
+    se = math.hypot(direct.std(ddof=1) / math.sqrt(direct.size), pe.std(ddof=1) / math.sqrt(pe.size))
+    assert abs(direct.mean() - float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D))) <= Z * se
+    assert get("multiclass.n_empty").numpy(gamma=gamma, C=C, D=D) == pytest.approx(
+        C * get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D), rel=1e-12)
+
+
+@pytest.mark.parametrize("gamma,D", [(0.3, 10), (2.0, 100), (8.0, 1000)])
+def test_p_empty_two_classes_vs_mpmath(gamma, D):
+    form = get("multiclass.p_empty")
+    assert float(form.numpy(gamma=gamma, C=2, D=D)) == pytest.approx(float(form.mp(30, gamma=gamma, C=2, D=D)),
+                                                                     rel=2e-9)
+
+
+@pytest.mark.parametrize("gamma", [0.2, 1.0, 6.0])
+def test_max_fraction_and_entropy_two_classes_vs_exact(gamma):
+    x = fam.max_fraction_samples(gamma, 2)
+    exact = 0.5 + math.atan(math.sqrt(gamma)) / math.pi
+    assert abs(float(get("multiclass.max_fraction").numpy(gamma=gamma, C=2)) - exact) <= Z * x.std() / math.sqrt(
+        x.size)
+    v = fam.vector_samples(gamma, 2)
+    h = -(v * np.log(np.clip(v, 1e-300, 1))).sum(1)
+    ref = float(get("multiclass.entropy").mp(20, gamma=gamma, C=2))
+    assert abs(float(get("multiclass.entropy").numpy(gamma=gamma, C=2)) - ref) <= Z * h.std() / math.sqrt(h.size)
+
+
+@pytest.mark.parametrize("g,gamma,C", [(0.1, 0.5, 3), (0.4, 2.0, 10), (0.02, 1.0, 1000), (0.7, 0.2, 50)])
+def test_paper_approx_kernel_vs_mpmath(g, gamma, C):
+    form = get("multiclass.paper_approx")
+    assert float(form.numpy(g=g, gamma=gamma, C=C)) == pytest.approx(float(form.mp(30, g=g, gamma=gamma, C=C)),
+                                                                     abs=1e-9)
+
+
+def test_paper_construction_breaks_the_sum_rule():
+    """The erratum: E G_c^paper = 1 - int F_paper != 1/C (-> 1/2 as gamma -> 0); exact only at C = 2."""
+    grid = np.linspace(0.0005, 0.9995, 1000)
+    mean = lambda gm, C: 1 - float(np.mean(get("multiclass.paper_approx").numpy(g=grid, gamma=gm, C=C)))  # noqa
+    assert abs(mean(1.0, 2) - 0.5) < 1e-6
+    assert mean(1.0, 10) > 0.15 and abs(mean(1e-3, 10) - 0.5) < 0.02
+
+
+@pytest.mark.parametrize("params", [dict(gamma=1.0, C=1), dict(gamma=1.0, C=2.5), dict(gamma=-1.0, C=3),
+                                    dict(gamma=1.0, C=20000)])
+def test_bad_input_is_one_line(params):
+    with pytest.raises(InputError) as err:
+        get("multiclass.var").numpy(**params)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_g_and_d_are_one_line():
+    for call in (lambda: get("multiclass.cdf").numpy(g=1.5, gamma=1.0, C=3),
+                 lambda: get("multiclass.cdf").numpy(g=-0.1, gamma=1.0, C=3),
+                 lambda: get("multiclass.p_empty").numpy(gamma=1.0, C=3, D=0),
+                 lambda: get("multiclass.max_fraction").numpy(gamma=1.0, C=3, D=2.5),
+                 lambda: fam.multiclass_summary(1.0, 1)):
+        with pytest.raises(InputError) as err:
+            call()
+        assert "\n" not in str(err.value)
+
+
+def test_cli_bad_gamma_exits_2_with_one_line():
+    res = subprocess.run([sys.executable, "-m", "igbsym", "eval", "multiclass.var", "gamma=-1", "C=3"],
+                         capture_output=True, text=True, env=dict(os.environ))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert len((res.stderr + res.stdout).strip().splitlines()) == 1
+
+
+def test_summary_is_consistent_with_the_forms():
+    s = fam.multiclass_summary(1 / (math.pi - 1), 10, D=500)
+    assert s["classes"] == 10 and s["mean_fraction"] == 0.1
+    assert s["sd_fraction"] ** 2 == pytest.approx(float(get("multiclass.var").numpy(gamma=s["gamma"], C=10)))
+    assert s["expected_empty_classes"] == pytest.approx(10 * s["p_empty"])
+    assert 0.1 < s["max_fraction"] < 1 and 0 < s["entropy"] < s["entropy_max"] == pytest.approx(math.log(10))
+    assert s["paper_approx_mean"] > s["mean_fraction"]     # the erratum, visible in the summary

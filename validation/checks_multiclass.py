@@ -1,0 +1,298 @@
+"""Checks of the multiclass family (class fractions of a C-class net, IGB paper App. H) against torch MLPs.
+
+Networks (validation/simulate.py, Kaiming-normal weights, fresh N(0, I_d) data per init so inits are i.i.d.):
+``relu1`` one hidden ReLU layer of 128, ``pool`` 192 ReLU + MaxPool1d(4), ``deep`` three hidden ReLU layers of 128;
+C outputs; d_in = 256 with the exact Gaussian first-layer shortcut (simulate(shortcut="gaussian")).
+``frac`` [I, C] is the fraction of the D data points put in each class.
+
+gamma. relu1 uses igb.gamma(relu) = 1/(pi - 1): the ratio E_W[mu^2]/E_W[Var_chi] of a homogeneous activation has no
+finite-size bias (validation/checks_igb.py). The pooled and deep nets have O(1/d) and O(1/width) finite-size bias in
+gamma (checks_maxpool.py, checks_depth.py), so their predictions use the simulation's own gamma_hat (a statistic of
+the output means and variances, not of the class fractions under test); its SE is propagated into the allowance
+through the derivative of the form (central difference of the form itself).
+
+Finite D, exactly. Given W the D points are assigned independently (model (iii)), so with frac_c = K/D:
+E frac_c = 1/C; E(frac_c - 1/C)^2 = Var G (1 - 1/D) + (1/C)(1 - 1/C)/D; P(K <= k) = E_{g ~ Beta(k+1, D-k)} F(g)
+(F = multiclass.cdf); P(class empty) = multiclass.p_empty(D). max_fraction / entropy forms take D themselves.
+Allowances: z = 5 (alpha = 5.7e-7 per assertion) on the simulation SE combined with the form's own stated Monte
+Carlo SE (a property of the form, computed from its draws, not from the simulation). Law tests: KS on the lattice
+k/D (conservative for discrete laws); for max_fraction_cdf the form is itself an ECDF of n draws, so the two-sample
+effective size n I/(n + I) is used.
+
+The independence assumption (ii) is measured, not assumed: ``independence`` records the outputs of R data points
+and reports the RMS correlation across classes over the data (minus its 1/R noise floor) against width.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy import special
+from scipy import stats as sps
+
+import igbsym
+from igbsym.families import multiclass as fam
+
+from .checks import law_result, register_check, z_result
+from .simulate import NetSpec, simulate
+from .stats import gamma_of, ks_test
+
+try:   # the checks helper's reuse / seeding API (validation/checks.py); plain calls where it is not merged yet
+    from .checks import reusable, seed_for
+except ImportError:    # pragma: no cover
+    import zlib
+
+    def reusable(fn):
+        return fn
+
+    def seed_for(ctx, *salt):
+        return int(ctx.seed) * 1_000_003 + zlib.crc32("/".join(map(str, salt)).encode()) % 1_000_003
+
+get = igbsym.get
+Z = 5.0
+ALPHA = math.erfc(Z / math.sqrt(2))
+ARCHS = {"relu1": dict(widths=(128,)), "pool": dict(widths=(192,), pool=4), "deep": dict(widths=(128, 128, 128))}
+
+
+def plan(ctx) -> list:
+    """(arch, C, inits, D) simulated in this mode."""
+    if ctx.quick:
+        return [("relu1", 3, 600, 400), ("relu1", 10, 600, 400), ("relu1", 100, 200, 300), ("pool", 10, 400, 400),
+                ("deep", 10, 400, 400)]
+    return [(a, c, 3000 if c < 100 else 1000, 1000 if c < 100 else 300) for a in ARCHS for c in (3, 10, 100)]
+
+
+D_IN = 256     # input dimension: the cross-class correlation over the data scales like 1/sqrt(d_in) (see independence);
+               # at d_in = 32 the number of empty classes is 60 % above the law (z = 5.3), at 256 within 2 SE
+
+
+@reusable
+def run(ctx, arch: str, C: int, inits: int, D: int):
+    """One batched simulation: (frac [I, C] float64 numpy, gamma_hat value, its SE, output means [I, C] and data
+    variances [I, C])."""
+    ctx.progress(f"multiclass: simulating {arch} C={C} I={inits} D={D}")
+    spec = NetSpec(D_IN, n_classes=C, **ARCHS[arch])
+    res = simulate(spec, inits, D, seed=seed_for(ctx, "multiclass", arch, C) % (2**62), device=ctx.device,
+                   layer_stats=False, fresh_data=True, shortcut="gaussian")
+    est = gamma_of(res)
+    return (res.frac.double().numpy().copy(), float(est.value), float(est.se), res.mu.numpy().copy(),
+            res.var.numpy().copy())
+
+
+def gamma_for(ctx, arch, C, inits, D):
+    """(gamma used for the prediction, its SE, note)."""
+    if arch == "relu1":
+        return float(get("igb.gamma").numpy(activation="relu")), 0.0, "gamma = igb.gamma(relu) (no finite-size bias)"
+    _, gh, se, _, _ = run(ctx, arch, C, inits, D)
+    return gh, se, f"gamma = simulation's gamma_hat = {gh:.4f} +- {se:.4f} (finite-width bias in the theory's gamma)"
+
+
+def _slope(form, gamma, **kw):
+    h = max(1e-3, 0.02 * gamma)
+    return (float(form.numpy(gamma=gamma + h, **kw)) - float(form.numpy(gamma=max(gamma - h, 0.0), **kw))) / (
+        gamma + h - max(gamma - h, 0.0))
+
+
+def _moments(ctx, arch, C, inits, D) -> list:
+    frac, _, _, _, _ = run(ctx, arch, C, inits, D)
+    gam, gse, note = gamma_for(ctx, arch, C, inits, D)
+    label = f"{arch} C={C} I={inits} D={D}"
+    out = []
+    mean = float(get("multiclass.mean").numpy(C=C))
+    for c in (0, C - 1):
+        x = frac[:, c]
+        out.append(z_result("multiclass.mean", f"E frac_{c}, {label}", mean, x.mean(), x.std(ddof=1) / math.sqrt(inits),
+                            inits, ctx.seed, note="E G_c = 1/C"))
+    var = get("multiclass.var")
+    pred = float(var.numpy(gamma=gam, C=C)) * (1 - 1 / D) + (1 - 1 / C) / (C * D)
+    units = ((frac - 1 / C) ** 2).mean(1)                       # i.i.d. over inits; E = Var(frac_c)
+    se = math.hypot(units.std(ddof=1) / math.sqrt(inits), _slope(var, gam, C=C) * gse * (1 - 1 / D))
+    out.append(z_result("multiclass.var", f"E (frac_c - 1/C)^2 = Var G (1-1/D) + (1-1/C)/(C D), {label}", pred,
+                        units.mean(), se, inits, ctx.seed, note=note))
+    if arch != "relu1" and ctx.quick:
+        return out
+    mx = frac.max(1)
+    pm = float(get("multiclass.max_fraction").numpy(gamma=gam, C=C, D=D))
+    form_se = fam.max_fraction_samples(gam, C, D).std(ddof=1) / math.sqrt(fam.vector_samples(gam, C).shape[0])
+    se = math.sqrt(mx.var(ddof=1) / inits + form_se**2
+                   + (_slope(get("multiclass.max_fraction"), gam, C=C, D=D) * gse) ** 2)
+    out.append(z_result("multiclass.max_fraction", f"E max_c frac_c, {label}", pm, mx.mean(), se, inits, ctx.seed,
+                        note=note + f"; form's own Monte Carlo SE {form_se:.2g} included"))
+    ent = -special.xlogy(frac, frac).sum(1)
+    pe = float(get("multiclass.entropy").numpy(gamma=gam, C=C, D=D))
+    ent_form = -special.xlogy(p := fam._observed(fam.vector_samples(gam, C), D), p).sum(1)
+    se = math.sqrt(ent.var(ddof=1) / inits + ent_form.var(ddof=1) / ent_form.size
+                   + (_slope(get("multiclass.entropy"), gam, C=C, D=D) * gse) ** 2)
+    out.append(z_result("multiclass.entropy", f"E entropy of (frac_c), {label}", pe, ent.mean(), se, inits, ctx.seed,
+                        note=note))
+    return out
+
+
+def observed_cdf(ctx, gamma, C, D, ks) -> np.ndarray:
+    """P(K <= k) for the count K of one class among D points: E_{Beta(k+1, D-k)}[F] with F = multiclass.cdf on a
+    129-point grid (linear interpolation; F is smooth) and a 64-point midpoint rule in Beta probability."""
+    grid = np.concatenate([[0.0], np.geomspace(1e-6, 0.02, 32), np.linspace(0.02, 1.0, 97)[1:]])
+    F = get("multiclass.cdf").numpy(g=grid, gamma=gamma, C=C)
+    q = (np.arange(64) + 0.5) / 64
+    ks = np.asarray(ks, float)
+    g = sps.beta.ppf(q[None, :], ks[:, None] + 1, D - ks[:, None])
+    return np.interp(g, grid, F).mean(1)
+
+
+@register_check("multiclass.moments", forms=["multiclass.mean", "multiclass.var", "multiclass.max_fraction",
+                                             "multiclass.entropy"])
+def check_moments(ctx) -> list:
+    """Per-class mean and variance, E max fraction and E entropy of torch MLPs with C in {3, 10, 100} outputs."""
+    out = []
+    for arch, C, inits, D in plan(ctx):
+        out += _moments(ctx, arch, C, inits, D)
+    plot_independence(ctx)
+    return out
+
+
+@register_check("multiclass.law", forms=["multiclass.cdf", "multiclass.pdf", "multiclass.max_fraction_cdf",
+                                         "multiclass.p_empty", "multiclass.n_empty", "multiclass.paper_approx"])
+def check_law(ctx) -> list:
+    """Law of one class fraction (KS, exact at finite D), a density bin, the dominant-fraction law (KS) and the
+    number of empty classes, for the single-hidden-layer ReLU net (gamma exact at any width)."""
+    out, figs = [], []
+    gam = float(get("igb.gamma").numpy(activation="relu"))
+    for arch, C, inits, D in plan(ctx):
+        if arch != "relu1":
+            continue
+        frac, _, _, mu, var = run(ctx, arch, C, inits, D)
+        label = f"{arch} C={C} I={inits} D={D}"
+        out.append(_paper_statistic(ctx, mu, var, gam, C, label))
+        counts = np.rint(frac[:, 0] * D)
+        ks = np.unique(np.quantile(counts, np.linspace(0, 1, 41), method="nearest"))
+        pred = observed_cdf(ctx, gam, C, D, ks)
+        emp = np.searchsorted(np.sort(counts), ks, side="right") / inits
+        stat = float(np.max(np.abs(emp - pred)))
+        out.append(law_result("multiclass.cdf", f"KS of class-0 count on the lattice, {label}",
+                              float(sps.kstwo.sf(stat, inits)), inits, ctx.seed, prediction=0.0, estimate=stat,
+                              note="P(K<=k) = E_Beta(k+1,D-k) F exactly; KS on 41 lattice quantiles (conservative)"))
+        if C <= 10:      # at C = 100 the finite-D smoothing bound exceeds the density itself: no information
+            out.append(_pdf_bin(ctx, frac[:, 0], gam, C, D, label))
+        mx = np.sort(frac.max(1))
+        form_x = fam.max_fraction_samples(gam, C, D)
+        lattice = np.unique(np.concatenate([mx, form_x]))
+        pred_m = get("multiclass.max_fraction_cdf").numpy(g=lattice, gamma=gam, C=C, D=D)
+        stat = float(np.max(np.abs(np.searchsorted(mx, lattice, side="right") / inits - pred_m)))
+        n_eff = inits * form_x.size / (inits + form_x.size)
+        out.append(law_result("multiclass.max_fraction_cdf", f"KS of max_c frac_c, {label}",
+                              float(sps.kstwo.sf(stat, max(1, int(n_eff)))), int(n_eff), ctx.seed, prediction=0.0,
+                              estimate=stat, note=f"form is an ECDF of {form_x.size} draws: effective n = nI/(n+I)"))
+        empty = (frac == 0).sum(1).astype(float)
+        p_form = fam.p_empty_samples(gam, C, D)
+        form_se = p_form.std(ddof=1) / math.sqrt(p_form.size)
+        pn = float(get("multiclass.n_empty").numpy(gamma=gam, C=C, D=D))
+        out.append(z_result("multiclass.n_empty", f"mean number of empty classes, {label}", pn, empty.mean(),
+                            math.hypot(empty.std(ddof=1) / math.sqrt(inits), C * form_se), inits, ctx.seed,
+                            note=f"form's Monte Carlo SE {C * form_se:.2g} included"))
+        pp = float(get("multiclass.p_empty").numpy(gamma=gam, C=C, D=D))
+        e0 = (frac[:, 0] == 0).astype(float)
+        out.append(z_result("multiclass.p_empty", f"P(class 0 empty), {label}", pp, e0.mean(),
+                            math.hypot(math.sqrt(max(pp * (1 - pp), 1 / inits) / inits), form_se), inits, ctx.seed,
+                            note="binomial SE + the form's Monte Carlo SE"))
+        figs.append((C, D, frac, gam))
+    _plot_laws(ctx, figs)
+    return out
+
+
+def _paper_statistic(ctx, mu, var, gam, C, label):
+    """What the paper's App. H construction describes, measured on the nets: Phi((mu_0 - max_{c>0} mu_c)/sqrt(2 V_chi))
+    from the simulated output means (V_chi = the init's mean data variance), KS vs multiclass.paper_approx. (It is not
+    the fraction G_0: multiclass.cdf is; the difference is the erratum.) The sample means carry noise V_chi/D, which
+    changes the variance of mu_0 - max by a factor 1 + 1/(D gamma) (< 1 %, within the KS resolution)."""
+    s = np.sqrt(var.mean(1))
+    stat_paper = special.ndtr((mu[:, 0] - mu[:, 1:].max(1)) / (math.sqrt(2) * s))
+    stat, p = ks_test(stat_paper, lambda x: get("multiclass.paper_approx").numpy(g=np.clip(x, 0, 1), gamma=gam, C=C))
+    return law_result("multiclass.paper_approx", f"KS of Phi((mu_0 - max mu)/sqrt(2 V)) from torch means, {label}",
+                      p, mu.shape[0], ctx.seed, prediction=0.0, estimate=stat,
+                      note="the paper's construction reproduces its own statistic, not the class fraction")
+
+
+def _pdf_bin(ctx, x, gam, C, D, label):
+    """Mean density over a central bin [a, b] (count/(I (b - a))) vs the mean of multiclass.pdf over it (16-point
+    Gauss-Legendre); the binomial smoothing at finite D moves it by <= max|f'| max g(1-g)/D / (b - a) (bias bound,
+    f' by central differences of the form)."""
+    a, b = np.quantile(x, [0.3, 0.7])
+    a, b = max(a, 0.5 / C), max(b, 1.5 / C)
+    gx, gw = np.polynomial.legendre.leggauss(16)
+    nodes = (a + b) / 2 + (b - a) / 2 * gx
+    pdf = get("multiclass.pdf")
+    pred = float(pdf.numpy(g=nodes, gamma=gam, C=C) @ gw / 2)
+    h = 1e-3
+    fprime = np.abs((pdf.numpy(g=nodes + h, gamma=gam, C=C) - pdf.numpy(g=nodes - h, gamma=gam, C=C)) / (2 * h))
+    bias = float(fprime.max() * max(a * (1 - a), b * (1 - b)) / D / (b - a))
+    inside = ((x > a) & (x <= b)).astype(float)
+    n = x.size
+    p = inside.mean()
+    return z_result("multiclass.pdf", f"mean density on [{a:.3f}, {b:.3f}], {label}", pred, p / (b - a),
+                    math.sqrt(max(p * (1 - p), 1 / n) / n) / (b - a), n, ctx.seed, bias_bound=bias,
+                    note=f"finite-D binomial smoothing bound {bias:.2g}")
+
+
+def _plot_laws(ctx, figs):
+    if ctx.report_dir is None or not figs:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(figs), figsize=(4.3 * len(figs), 3.4), squeeze=False)
+    for ax, (C, D, frac, gam) in zip(axes[0], figs):
+        x = frac[:, 0]
+        ax.hist(x, bins=40, range=(0, min(1, x.max() * 1.05 + 1 / D)), density=True, alpha=0.5,
+                label=f"torch, class 0 ({frac.shape[0]} inits)")
+        g = np.linspace(0.002, min(1, x.max() * 1.05), 300)
+        ax.plot(g, get("multiclass.pdf").numpy(g=g, gamma=gam, C=C), "r-", label="multiclass.pdf")
+        ax.plot(g, np.gradient(get("multiclass.paper_approx").numpy(g=g, gamma=gam, C=C), g), "k:",
+                label="paper App. H construction")
+        ax.set_title(f"C = {C}, D = {D}, gamma = {gam:.3f}", fontsize=9)
+        ax.set_xlabel("$G_c$")
+        ax.set_yscale("log")
+        ax.legend(fontsize=6)
+    ctx.save_figure("multiclass_fraction_law", fig, "One class fraction of a ReLU net with C outputs: torch "
+                                                    "histograms vs the exact law and the paper's construction.")
+
+
+def independence(ctx, widths=(32, 128, 512), C: int = 10, inits: int = 40, R: int = 256, arch: str = "relu1",
+                 d_in: int = D_IN) -> list:
+    """(width, RMS cross-class correlation of the outputs over R data points, its 1/R noise floor removed, SE)."""
+    rows = []
+    for w in widths:
+        kw = dict(ARCHS[arch])
+        kw["widths"] = tuple(w * (kw.get("pool") or 1) for _ in kw["widths"])
+        spec = NetSpec(d_in, n_classes=C, **kw)
+        res = simulate(spec, inits, R, seed=seed_for(ctx, "independence", arch, w, d_in) % (2**62), device=ctx.device,
+                       layer_stats=False, record=R, fresh_data=True)
+        o = res.records["out"].double()                     # [I, R, C]
+        o = o - o.mean(1, keepdim=True)
+        cov = o.transpose(1, 2) @ o
+        sd = torch.sqrt(torch.diagonal(cov, dim1=1, dim2=2))
+        corr = cov / (sd[:, :, None] * sd[:, None, :])
+        off = corr[:, ~torch.eye(C, dtype=torch.bool)].numpy()
+        units = (off**2).mean(1) - 1 / (R - 1)            # E r^2 = rho^2 + 1/(R-1) for Gaussian pairs
+        rows.append((w, math.sqrt(max(units.mean(), 0.0)), units.std(ddof=1) / math.sqrt(inits)))
+    return rows
+
+
+def plot_independence(ctx) -> None:
+    """Figure of the independence measurement (report runs only)."""
+    if ctx.report_dir is None:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(4.8, 3.5))
+    for arch in ("relu1", "deep"):
+        rows = independence(ctx, arch=arch)
+        w, r, _ = map(np.array, zip(*rows))
+        ax.loglog(w, r, "o-", label=f"{arch}: RMS corr across classes")
+    ax.loglog(w, 1 / np.sqrt(w), "k:", label="$1/\\sqrt{n}$")
+    ax.set_xlabel("width n")
+    ax.set_ylabel("RMS correlation over the data")
+    ax.legend(fontsize=7)
+    ctx.save_figure("multiclass_independence", fig, "Correlation across classes of the outputs over the data "
+                                                    "(noise floor 1/R removed): assumption (ii) holds as 1/sqrt(n).")
