@@ -147,6 +147,11 @@ def cmd_predict(args):
     return predict.run(args)
 
 
+def cmd_probe(args):
+    from validation import probe
+    return probe.run(args)
+
+
 def cmd_run(args):
     """The main job: derive every family, validate (quick by default), write the report."""
     cmd_derive(argparse.Namespace(family="all", output=str(Path(args.report) / "derivations")))
@@ -212,6 +217,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.set_defaults(func=cmd_predict)
+
+    s = sub.add_parser("probe", help="IGB of any torch model at initialisation on given data")
+    s.add_argument("--model", required=True, help="built-in name or module.path:factory")
+    s.add_argument("--data", required=True, help="digits, digits-parity, gaussian[:SHAPE[:D]], or a .npy/.pt file")
+    s.add_argument("--inits", type=int, default=100)
+    s.add_argument("--classes", type=int, default=None, help="outputs of a built-in model; macro-classes = label mod C")
+    s.add_argument("--zero-bias", action="store_true")
+    s.add_argument("--device", default=None)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--batch-size", type=int, default=None)
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--report", default=None)
+    s.set_defaults(func=cmd_probe)
     return p
 
 
