@@ -56,14 +56,19 @@ def run(args) -> int:
     if n_out < 2:
         raise InputError(f"--classes must be >= 2, got {n_out}")
     model = resolve_model(args.model, ds.data.shape[1:], n_out)
-    bar = tqdm(total=1000, desc=f"probe {args.model} on {args.data}", file=sys.stderr, unit="‰",
-               disable=args.json and not sys.stderr.isatty())
+    bars = []   # created at the first progress report, so input errors print one line only
+
+    def progress(frac):
+        if not bars:
+            bars.append(tqdm(total=1000, desc=f"probe {args.model} on {args.data}", file=sys.stderr, unit="‰"))
+        bars[0].update(int(1000 * frac) - bars[0].n)
+
     try:
         res = probe(model, ds, args.inits, classes=args.classes if ds.labels is not None else None, seed=args.seed,
-                    device=args.device, batch_size=args.batch_size, zero_bias=args.zero_bias,
-                    progress=lambda f: bar.update(int(1000 * f) - bar.n))
+                    device=args.device, batch_size=args.batch_size, zero_bias=args.zero_bias, progress=progress)
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
     info = dict(model=args.model, data=args.data, zero_bias=args.zero_bias, **res.to_dict())
     print(json.dumps(info, indent=1) if args.json else res.summary())
     if args.report:
