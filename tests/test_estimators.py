@@ -15,7 +15,7 @@ import torch
 
 import igbsym
 from igbsym.errors import InputError
-from validation.estimators import gamma_of_sim, gamma_rao_blackwell, rao_blackwell_units
+from validation.estimators import gamma_of_sim, gamma_rao_blackwell, paired_difference, rao_blackwell_units
 from validation.simulate import NetSpec, simulate
 from validation.stats import gamma_units, ratio_estimate
 
@@ -67,6 +67,12 @@ def test_missing_one_over_d_correction_is_detected(runs):
 def test_z_scores_calibrated(runs, estimator):
     z = np.array([(e.value - GAMMA_RELU) / e.se for e in (gamma_of_sim(r, estimator) for r in runs)])
     _assert_calibrated(z)
+
+
+def test_paired_difference_calibrated(runs):
+    """plain − RB on the same inits has true value 0; its paired delta-method z-scores are standard."""
+    ests = [paired_difference(gamma_units(r.mu, r.var, r.n_data), _rb_units(r)) for r in runs]
+    _assert_calibrated(np.array([e.value / e.se for e in ests]))
 
 
 def _assert_calibrated(z):

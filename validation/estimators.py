@@ -25,7 +25,7 @@ import numpy as np
 
 from igbsym.errors import InputError
 
-from .stats import Estimate, _np, gamma_estimate, ratio_estimate
+from .stats import Z95, Estimate, _np, gamma_estimate, ratio_estimate
 
 ESTIMATORS = ("plain", "rao-blackwell")
 
@@ -85,3 +85,16 @@ def gamma_of_sim(res, estimator: str = "rao-blackwell", method: str = "delta") -
         raise InputError(f"unknown estimator {estimator!r}; allowed: {', '.join(ESTIMATORS)}")
     st = penultimate(res)
     return gamma_rao_blackwell(st.mean, st.var.sum(1), res.n_data, method=method)
+
+
+def paired_difference(units1, units2) -> Estimate:
+    """r1 − r2 for two ratio estimators ā/b̄ on the SAME inits (paired units (a, b) each), delta-method SE of the
+    difference: the linearised per-init terms (a1 − r1 b1)/b̄1 − (a2 − r2 b2)/b̄2 keep their correlation."""
+    (a1, b1), (a2, b2) = [tuple(_np(v).ravel() for v in u) for u in (units1, units2)]
+    n = a1.size
+    if n < 2 or not a1.size == b1.size == a2.size == b2.size:
+        raise InputError(f"paired_difference needs paired arrays of >= 2 inits, got {a1.size}, {a2.size}")
+    r1, r2 = a1.mean() / b1.mean(), a2.mean() / b2.mean()
+    u = (a1 - r1 * b1) / b1.mean() - (a2 - r2 * b2) / b2.mean()
+    d, se = float(r1 - r2), float(u.std(ddof=1) / np.sqrt(n))
+    return Estimate(d, se, d - Z95 * se, d + Z95 * se, "paired delta", n)

@@ -51,9 +51,9 @@ from igbsym.law import regime
 
 from . import datasets, models
 from .device import resolve_device
-from .estimators import gamma_rao_blackwell
+from .estimators import rao_blackwell_units
 from .simulate import _seed
-from .stats import Estimate, gamma_estimate, jitter_g0, ks_test
+from .stats import Estimate, gamma_estimate, gamma_units, jitter_g0, ks_test, ratio_estimate
 
 _WEIGHTS, _DROPOUT = 1, 4           # seed streams (1 = validation.simulate's weight stream)
 DEFAULT_BATCH = 256
@@ -101,6 +101,7 @@ class ProbeResult:
     notes: list = field(default_factory=list)
     device: str = "cpu"
     seconds: float = 0.0
+    units: dict = field(default_factory=dict)   # estimator -> per-init (a_i, b_i), for paired comparisons
 
     @property
     def g0(self) -> torch.Tensor:
@@ -473,17 +474,19 @@ def _result(parts, n_data, n_inits, seed, use_rb, estimator, head, hooked, path_
     if not bool(var.mean(1).gt(0).all()):
         raise InputError("probe: the model's outputs do not vary over the data for some init (Var_χ(O) = 0); "
                          "γ is undefined")
-    plain = gamma_estimate(mu, var, n_data, center=head is None)
-    rb = None
+    units = {"plain": gamma_units(mu, var, n_data, center=head is None)}
+    plain, rb = ratio_estimate(*units["plain"]), None
     if use_rb:
         h_mean, h_var = _mean_var(_cat(parts, "__head__/1"), _cat(parts, "__head__/2"), n_data)
         w2, b2 = _cat(parts, "__w2"), _cat(parts, "__b2")
         nonzero_bias = b2 is not None and bool(b2.gt(0).any())
-        rb = gamma_rao_blackwell(h_mean, h_var.sum(1), n_data, weight_var=w2 if nonzero_bias else 1.0,
-                                 bias_sq=b2 if nonzero_bias else None)
+        units["rao-blackwell"] = rao_blackwell_units(h_mean, h_var.sum(1), n_data, w2 if nonzero_bias else 1.0,
+                                                     b2 if nonzero_bias else None)
+        rb = ratio_estimate(*units["rao-blackwell"])
+        rb.method = f"rao-blackwell/{rb.method}"
     if rb is not None:
         gamma, how = rb, (f"exact expectation over the output Linear {head!r}'s i.i.d. zero-mean weights"
-                          + (" (output bias kept)" if b2 is not None and bool(b2.gt(0).any()) else ""))
+                          + (" (output bias kept)" if nonzero_bias else ""))
     else:
         gamma = plain
         how = ("requested" if estimator == "plain" else
@@ -510,7 +513,7 @@ def _result(parts, n_data, n_inits, seed, use_rb, estimator, head, hooked, path_
         label_frac = by / by.sum(-1, keepdim=True).clamp_min(1)
     return ProbeResult(frac, mu, var, n_data, n_inits, seed, gamma, "rao-blackwell" if rb is not None else "plain",
                        how, plain, rb, path_used, path_note, regime(g), ks, ks_note, layer_stats, label_frac, notes,
-                       device, time.perf_counter() - t0)
+                       device, time.perf_counter() - t0, units)
 
 
 
