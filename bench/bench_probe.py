@@ -62,6 +62,8 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ.get("IGBSYM_THREADS", "1")))
     digits, parity = datasets.load("digits"), datasets.load("digits-parity")
+    for path in ("vmap", "loop"):   # one-time warm-up (functorch's first vmap call costs seconds)
+        probe(build("cnn-b-relu-maxpool", (1, 8, 8), 2), digits.data[:16], 2, path=path)
     out = {"threads": torch.get_num_threads(), "throughput": [], "precision": []}
     print("1. inits/s on digits (1797 points), vmap vs per-init loop")
     for name, inits in (("mlp", args.mlp_inits), ("cnn-b-relu-maxpool", args.cnn_inits)):

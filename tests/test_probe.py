@@ -168,6 +168,15 @@ def test_cli_json_report_and_bad_input(tmp_path, capsys):
     assert info["n_inits"] == 4 and info["estimator"] == "rao-blackwell"
     assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"probe.json", "g_hist.png", "report.md", "layers.png"}
     from igbsym.cli import main
+    (tmp_path / "userfac.py").write_text("from torch import nn\n"
+                                         "def make(seed):\n    return nn.Sequential(nn.Flatten(), nn.Linear(12, 3))\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        capsys.readouterr()
+        assert main(["probe", "--model", "userfac:make", "--data", "gaussian:12:40", "--inits", "3", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["n_classes"] == 3
+    finally:
+        sys.path.remove(str(tmp_path))
     for args, msg in ((["--model", "nomodule.x:f", "--data", "digits"], "cannot import"),
                       (["--model", "mlp", "--data", "digits", "--inits", "1"], "n_inits"),
                       (["--model", "vit", "--data", "gaussian:12"], "image data"),

@@ -282,8 +282,11 @@ def _hooked(names, calls, outs, layers, batch: int) -> list:
 
 
 def _moments(y: torch.Tensor):
-    y = y.detach().flatten(1).double()
-    return y.sum(0), (y * y).sum(0)
+    """Per-unit Σ y and Σ y² over one batch: summed in the working dtype (pairwise, ≤ batch rows) and returned in
+    float64, in which batches accumulate (as validation/simulate.py does); the variance S2/D − mean² then keeps a
+    relative precision of about 1e-7·(mean²/var) in float32."""
+    y = y.detach().flatten(1)
+    return y.sum(0).double(), y.square().sum(0).double()
 
 
 class _Fn:
