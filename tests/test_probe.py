@@ -166,7 +166,7 @@ def test_cli_json_report_and_bad_input(tmp_path, capsys):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
     assert info["n_inits"] == 4 and info["estimator"] == "rao-blackwell"
-    assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"probe.json", "g_hist.png", "report.md", "layers.png"}
+    assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"probe.json", "probe.png", "report.md"}
     from igbsym.cli import main
     (tmp_path / "userfac.py").write_text("from torch import nn\n"
                                          "def make(seed):\n    return nn.Sequential(nn.Flatten(), nn.Linear(12, 3))\n")

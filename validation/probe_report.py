@@ -79,25 +79,27 @@ def run(args) -> int:
 
 
 def write(report_dir: Path, res, info: dict) -> list:
-    """probe.json, g_hist.png, layers.png (if layer statistics) and report.md in ``report_dir``."""
+    """probe.json, probe.png (G_c histogram with f_G0; the per-module γ-like ratio) and report.md in ``report_dir``."""
     report_dir.mkdir(parents=True, exist_ok=True)
-    paths = [report_dir / "probe.json"]
+    paths = [report_dir / "probe.json", report_dir / "probe.png", report_dir / "report.md"]
     paths[0].write_text(json.dumps(info, indent=1))
-    paths.append(plot_hist(res, report_dir / "g_hist.png", f"{info['model']} on {info['data']}"))
-    if res.layers:
-        paths.append(plot_layers(res, report_dir / "layers.png", f"{info['model']} on {info['data']}"))
-    md = [f"# IGB probe: {info['model']} on {info['data']}", "", "```", res.summary(), "```", ""]
-    md += [f"![{p.stem}]({p.name})" for p in paths[1:]]
-    (report_dir / "report.md").write_text("\n".join(md) + "\n")
-    return paths + [report_dir / "report.md"]
+    figure(res, f"{info['model']} on {info['data']}", paths[1])
+    md = [f"# IGB probe: {info['model']} on {info['data']}", "", "```", res.summary(), "```", "",
+          f"![G_c histogram and per-module gamma]({paths[1].name})"]
+    paths[2].write_text("\n".join(md) + "\n")
+    return paths
 
 
-def plot_hist(res, path: Path, title: str) -> Path:
-    """Histogram of G_c over inits with the fitted f_G0(γ̂) (igb.pdf)."""
+def figure(res, title: str, path: Path) -> Path:
+    """Left: histogram of G0 (two outputs) or of all G_c over inits, with the fitted f_G0(γ̂) (igb.pdf). Right (with
+    layer statistics): the γ-like ratio Var_W(mean)/E Var_χ per hooked module (± 2 SE) in forward order."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    rows = [(l.name, l.kind, l.gamma) for l in res.layers if l.gamma is not None]
+    fig, axes = plt.subplots(1, 2 if rows else 1, figsize=(11 if rows else 5, 3.6),
+                             gridspec_kw=dict(width_ratios=[1, 1.6]) if rows else None, squeeze=False)
+    ax = axes[0, 0]
     frac = res.frac.numpy()
     label = "$G_0$" if frac.shape[1] == 2 else "$G_c$ (all classes)"
     ax.hist(frac[:, 0] if frac.shape[1] == 2 else frac.ravel(), bins=40, range=(0, 1), density=True, alpha=0.6,
@@ -109,26 +111,19 @@ def plot_hist(res, path: Path, title: str) -> Path:
     ax.set_ylabel("density")
     ax.set_title(f"{title}: {res.regime}", fontsize=9)
     ax.legend(fontsize=7)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
-def plot_layers(res, path: Path, title: str) -> Path:
-    """γ-like ratio per hooked module (± 2 SE), in forward order, with the output γ̂."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    rows = [(l.name, l.kind, l.gamma) for l in res.layers if l.gamma is not None]
-    fig, ax = plt.subplots(figsize=(max(5, 0.28 * len(rows) + 2), 3.6))
-    x = np.arange(len(rows))
-    ax.errorbar(x, [g.value for _, _, g in rows], yerr=[2 * g.se for _, _, g in rows], fmt="o-", ms=3)
-    ax.axhline(res.gamma.value, color="r", ls=":", lw=1, label=f"output $\\hat\\gamma$ = {res.gamma.value:.3g}")
-    ax.set_yscale("symlog", linthresh=1e-2)
-    ax.set_xticks(x, [f"{n} {k}" for n, k, _ in rows], rotation=75, fontsize=6)
-    ax.set_ylabel("Var$_W$(mean) / E Var$_\\chi$")
-    ax.set_title(f"{title}: γ-like ratio per module", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    if rows:
+        ax = axes[0, 1]
+        x, vals = np.arange(len(rows)), np.array([g.value for _, _, g in rows])
+        ax.errorbar(x, vals, yerr=[2 * g.se for _, _, g in rows], fmt="o-", ms=3)
+        ax.axhline(res.gamma.value, color="r", ls=":", lw=1, label=f"output $\\hat\\gamma$ = {res.gamma.value:.3g}")
+        if (vals > 0).all() and res.gamma.value > 0:
+            ax.set_yscale("log")
+        else:
+            ax.set_yscale("symlog", linthresh=1e-2)
+        ax.set_xticks(x, [f"{n} {k}" for n, k, _ in rows], rotation=75, fontsize=6)
+        ax.set_ylabel("Var$_W$(mean) / E Var$_\\chi$")
+        ax.set_title("γ-like ratio per module (± 2 SE)", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
