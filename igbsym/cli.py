@@ -8,7 +8,7 @@ The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eva
 
 The core package never imports ``derivations`` or ``validation`` (DESIGN): ``derive``, ``validate`` and ``run``
 are dispatched by name ("module:function", imported at dispatch time) to ``derivations.cli``,
-``validation.commands`` and ``validation.sweep``, which check every argument before any long work starts.
+``validation.commands``, ``validation.sweep`` and ``validation.probe``, which check every argument before any long work starts.
 """
 from __future__ import annotations
 
@@ -285,6 +285,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default=None, help="show: table, csv or json")
     s.add_argument("--plot", default=None, metavar="DIR", help="show: write gamma plots here")
     s.set_defaults(func="validation.sweep:main", mode=None)
+
+    s = sub.add_parser("probe", help="IGB of any torch model at initialisation on given data")
+    s.add_argument("--model", required=True, help="built-in name or module.path:factory")
+    s.add_argument("--data", required=True, help="digits, digits-parity, gaussian[:SHAPE[:D]], or a .npy/.pt file")
+    s.add_argument("--inits", type=int, default=100)
+    s.add_argument("--classes", type=int, default=None, help="outputs of a built-in model; macro-classes = label mod C")
+    s.add_argument("--zero-bias", action="store_true")
+    s.add_argument("--device", default=None)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--batch-size", type=int, default=None)
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--report", default=None)
+    s.set_defaults(func="validation.probe:run")
     return p
 
 

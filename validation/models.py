@@ -1,0 +1,171 @@
+"""Built-in models for the probe (plain torch, no torchvision): the IGB paper's MLPs and CNNs, a ResNet, a ViT.
+
+igb-initial-guessing-bias.txt App. I.4 describes the architectures; its kernel sizes and CNN-B's channel list were
+lost in extraction, and its images are 28×28 / 32×32 while the offline stand-in (``digits``) is 8×8. Choices:
+- MLPs (SHLP / MHLP): ``validation.simulate.sequential`` of a ``NetSpec`` with weights from
+  ``validation.simulate.sample_weights`` (so init i of the probe IS init i of ``simulate``; bias-free, Kaiming
+  normal); ``mlp`` = one ReLU layer of 512, ``mlp-linear`` the same with the identity, ``mlp-maxpool`` ReLU 512 +
+  MaxPool1d(4), ``mlp-deep`` four ReLU layers of 256.
+- CNN-A: conv(16, k=5, stride 1, padding 2) → act → pool(k=2, stride 2) → conv(64, k=5, padding 2) → act →
+  pool(k=4, stride 4) → Linear to the outputs (the paper's strides/paddings; k=5 is what padding 2 keeps 'same';
+  the pool kernels equal the strides).
+- CNN-B: five × [conv(k=3, padding 1) → act → pool(k=3, stride 1, padding 1)] with channels (8, 8, 16, 16, 16),
+  then conv(16, k=5, padding 2) → act → pool(k=2, stride 2), then conv(16, k=5, padding 2) → act →
+  pool(k=3, stride 2, padding 1) → Linear. The paper's five convs use padding 4 (k = 9 'same' on 28×28); on 8×8 a
+  9×9 kernel covers the whole image, so we keep 'same' convs with k = 3, and size-preserving stride-1 pools
+  (padding 1) so an 8×8 input survives all seven pools. The last pool differs from the previous only by its
+  kernel, as in the paper.
+  Variants (App. I.1): ``relu-maxpool`` (ReLU + MaxPool2d) and ``linear-avgpool`` (identity + AvgPool2d).
+- ``resnet``: a small ResNet (the paper used ResNet34): conv3×3(16) → BN → ReLU, three basic blocks
+  (16, 32, 64 channels; strides 1, 2, 2; conv-BN-ReLU-conv-BN + shortcut, 1×1 conv + BN when the shape changes,
+  then ReLU), global average pool, Linear. BatchNorm in training mode (torch's default): it normalises over the
+  probe's data batches (``batch_size``).
+- ``vit``: a small ViT: patch embedding conv (patch p = max(1, H // 4), dim 32) + class token + learned positions
+  (N(0, 0.02²)), two ``nn.TransformerEncoderLayer`` (4 heads, feed-forward 64, pre-norm, GELU, dropout 0),
+  LayerNorm, Linear head on the class token.
+Every convolution and Linear keeps torch's default init (``reset_parameters``) and bias; ``zero_bias`` in the
+probe sets the biases to zero (the paper's setting).
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+
+from igbsym.errors import InputError
+
+from .simulate import NetSpec, sample_weights, sequential
+
+MLPS = {"mlp": dict(widths=(512,)), "mlp-linear": dict(widths=(512,), activation="identity"),
+        "mlp-maxpool": dict(widths=(512,), pool=4), "mlp-deep": dict(widths=(256,) * 4)}
+CNN_VARIANTS = {"relu-maxpool": (nn.ReLU, nn.MaxPool2d), "linear-avgpool": (nn.Identity, nn.AvgPool2d)}
+NAMES = (*MLPS, *(f"cnn-{k}-{v}" for k in "ab" for v in CNN_VARIANTS), "resnet", "vit")
+
+
+class MLPFactory:
+    """``factory(seed, i)`` → the MLP of init i of ``simulate(spec, ..., seed=seed)`` (Flatten + Sequential)."""
+
+    def __init__(self, spec: NetSpec):
+        self.spec = spec
+
+    def __call__(self, seed: int, i: int) -> nn.Module:
+        weights = sample_weights(self.spec, [i], seed, torch.device("cpu"), torch.float32)
+        return nn.Sequential(nn.Flatten(), *sequential(self.spec, weights, 0))
+
+    def __repr__(self):
+        return f"MLPFactory({self.spec})"
+
+
+def _flat(features: nn.Module, input_shape) -> int:
+    with torch.no_grad():
+        return int(features(torch.zeros(2, *input_shape)).flatten(1).shape[1])
+
+
+def _stage(c_in, c_out, k, pad, act, pool, pk, ps, pp=0):
+    return [nn.Conv2d(c_in, c_out, k, stride=1, padding=pad), act(), pool(pk, stride=ps, padding=pp)]
+
+
+def cnn_a(input_shape, n_classes: int, variant: str = "relu-maxpool") -> nn.Sequential:
+    """CNN-A of App. I.4 (module docstring)."""
+    act, pool = CNN_VARIANTS[variant]
+    feats = nn.Sequential(*_stage(input_shape[0], 16, 5, 2, act, pool, 2, 2), *_stage(16, 64, 5, 2, act, pool, 4, 4),
+                          nn.Flatten())
+    return nn.Sequential(*feats, nn.Linear(_flat(feats, input_shape), n_classes))
+
+
+def cnn_b(input_shape, n_classes: int, variant: str = "relu-maxpool", channels=(8, 8, 16, 16, 16)) -> nn.Sequential:
+    """CNN-B of App. I.4 (module docstring)."""
+    act, pool = CNN_VARIANTS[variant]
+    layers, c = [], input_shape[0]
+    for c_out in channels:
+        layers += _stage(c, c_out, 3, 1, act, pool, 3, 1, 1)
+        c = c_out
+    layers += _stage(c, 16, 5, 2, act, pool, 2, 2) + _stage(16, 16, 5, 2, act, pool, 3, 2, 1)
+    feats = nn.Sequential(*layers, nn.Flatten())
+    return nn.Sequential(*feats, nn.Linear(_flat(feats, input_shape), n_classes))
+
+
+class BasicBlock(nn.Module):
+    """ResNet basic block: conv-BN-ReLU-conv-BN plus the (projected) input, then ReLU."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.relu1 = nn.ReLU()
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.shortcut = nn.Identity() if stride == 1 and c_in == c_out else nn.Sequential(
+            nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+        self.relu2 = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu2(self.bn2(self.conv2(self.relu1(self.bn1(self.conv1(x))))) + self.shortcut(x))
+
+
+def resnet(input_shape, n_classes: int, channels=(16, 32, 64)) -> nn.Sequential:
+    """A small ResNet with basic blocks and BatchNorm (module docstring)."""
+    blocks, c = [], channels[0]
+    for j, c_out in enumerate(channels):
+        blocks.append(BasicBlock(c, c_out, 1 if j == 0 else 2))
+        c = c_out
+    return nn.Sequential(nn.Conv2d(input_shape[0], channels[0], 3, 1, 1, bias=False), nn.BatchNorm2d(channels[0]),
+                         nn.ReLU(), *blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, n_classes))
+
+
+class ViT(nn.Module):
+    """A small Vision Transformer (module docstring)."""
+
+    def __init__(self, input_shape, n_classes: int, dim: int = 32, depth: int = 2, heads: int = 4, ff: int = 64):
+        super().__init__()
+        c, h, w = input_shape
+        p = max(1, h // 4)
+        self.embed = nn.Conv2d(c, dim, p, stride=p)
+        tokens = (h // p) * (w // p)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.zeros(1, tokens + 1, dim))
+        self.blocks = nn.Sequential(*(nn.TransformerEncoderLayer(dim, heads, ff, dropout=0.0, activation="gelu",
+                                                                 batch_first=True, norm_first=True)
+                                      for _ in range(depth)))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, n_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """The module's own parameters (the children reset themselves): class token and positions N(0, 0.02²)."""
+        nn.init.normal_(self.cls, std=0.02)
+        nn.init.normal_(self.pos, std=0.02)
+
+    def forward(self, x):
+        t = self.embed(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(t.shape[0], -1, -1), t], 1) + self.pos
+        return self.head(self.norm(self.blocks(t))[:, 0])
+
+
+def build(name: str, input_shape, n_classes: int):
+    """The named built-in model for inputs of ``input_shape`` (one data point) and ``n_classes`` outputs:
+    an ``nn.Module`` (re-initialised per init by the probe) or, for the MLPs, an ``MLPFactory``."""
+    input_shape = tuple(int(s) for s in input_shape)
+    if name in MLPS:
+        d = 1
+        for s in input_shape:
+            d *= s
+        return MLPFactory(NetSpec(d, n_classes=n_classes, **MLPS[name]))
+    if name not in NAMES:
+        raise InputError(f"unknown model {name!r}; built-in models are {', '.join(NAMES)} (or module.path:factory)")
+    if len(input_shape) != 3:
+        raise InputError(f"model {name!r} needs image data [D, C, H, W], got points of shape {input_shape}")
+    if name.startswith("cnn-"):
+        return (cnn_a if name[4] == "a" else cnn_b)(input_shape, n_classes, name[6:])
+    return resnet(input_shape, n_classes) if name == "resnet" else ViT(input_shape, n_classes)
+
+
+def takes_index(factory) -> bool:
+    """True if a model factory takes (seed, i) rather than one per-init seed (see validation/probe.py)."""
+    try:
+        params = [p for p in inspect.signature(factory).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2
