@@ -159,5 +159,6 @@ def _figure(ctx):
     axes[1].set(xlabel="layer / block l", ylabel=r"$r_\mathrm{eff}$", title=f"effective rank (n = {widths[-1]})")
     axes[2].set(xlabel="layer / block l", ylabel=r"$\chi_l$", yscale="log", title="normalised sensitivity")
     axes[0].legend(fontsize=8)
+    fig.tight_layout()
     ctx.save_figure("moments_profiles", fig, f"Labatie's moments vs depth for four ReLU architectures (width "
                     f"{widths[-1]}, D = {n_data}): points measured (torch, jvp), dashed lines width-limit theory.")
