@@ -237,8 +237,8 @@ def _placements(d: Derivation, mom):
               "LN divides (Eq. 101: sigma_w^2/(sigma-hat^(1))^2) and rescales at every layer by 1/q_l, which changes "
               "with depth unless sigma_w^2 = 2; gamma is unaffected because the factor is common",
               "the (q, c) recursion of derivations/depth.py")
-    g_none = float(igbsym.get("depth.gamma").numpy(L=6, activation="gelu"))
-    g_ln = float(igbsym.get("depth.gamma_ln_pre").numpy(L=6, activation="gelu"))
+    g_none = float(igbsym.get("depth.gamma").numpy(L=6, activation="gelu", sigma_w=1))
+    g_ln = float(igbsym.get("depth.gamma_ln_pre").numpy(L=6, activation="gelu", sigma_w=1))
     d.step(f"For an activation that is not positively homogeneous the rescaling changes the map: GELU, sigma_w = 1, "
            f"L = 6: no norm gamma = {g_none:.4f}, LN + GELU gamma = {g_ln:.4f}.")
     d.erratum("norm-placement-bn-ln.txt, Thm F.2 with App. B ('our theoretical results hold broadly across generic "
