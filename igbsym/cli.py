@@ -30,6 +30,7 @@ from .latex import document
 DPS_MIN, DPS_MAX = 5, 1000   # closed forms: 1000 digits take < 1 s for every registered expression
 DPS_MAX_NUMERIC = 100        # numeric routes (mpmath.quad): 100 digits take up to ~10 s, 200 digits a minute
 SEED_MAX = 2**63 - 1
+EXTRAS = {"torch": "validation", "matplotlib": "validation", "tqdm": "validation"}  # optional module -> extra
 
 
 class _Parser(argparse.ArgumentParser):
@@ -322,6 +323,13 @@ def main(argv=None) -> int:
     except (InputError, NumericalError) as exc:
         line = str(exc).replace("\r", "\\r").replace("\n", "\\n")   # one line, even if the input held newlines
         print(f"igbsym: error: {line}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:   # the core install has no torch/matplotlib: say which extra to install
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"igbsym: error: this command needs {exc.name}, which is not installed; allowed: "
+              f"pip install 'igbsym[{extra}]'", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("igbsym: interrupted", file=sys.stderr)

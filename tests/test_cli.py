@@ -116,6 +116,15 @@ def test_run_checks_arguments_before_deriving(capsys, monkeypatch):
     assert code == 2 and "unknown device 'foo'" in err
 
 
+def test_core_install_without_torch_names_the_extra(capsys, monkeypatch):
+    """On the core install (no torch) `validate` says which extra to install instead of a ModuleNotFoundError."""
+    monkeypatch.delitem(sys.modules, "validation.device")
+    monkeypatch.setitem(sys.modules, "torch", None)   # `import torch` now raises ModuleNotFoundError
+    code, out, err = run(capsys, "validate", "--device", "cpu", "--family", "leaky")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "needs torch, which is not installed; allowed: pip install 'igbsym[validation]'" in err
+
+
 def test_latex_one_and_all(capsys, tmp_path):
     code, out, _ = run(capsys, "latex", "igb.pdf")
     assert code == 0 and r"\Phi^{-1}" in out

@@ -21,7 +21,7 @@ def rel(a, b):
     return abs(float(a) / float(b) - 1)
 
 
-def cdf_route_moments(act, k, sigma=1, dps=20):
+def cdf_route_moments(act, k, sigma=1, dps=30):
     """(E[M_k], Var[M_k]) from the CDF F = Phi(x/sigma)^k alone (independent of the library's density integral and
     its Gumbel rule): E M = int_0^inf (1 - F) - int_-inf^0 F, E M^2 = 2 int_0^inf x (1 - F) + 2 int_-inf^0 |x| F
     (for relu F = 0 below 0), by mpmath.quad with breakpoints around the location sqrt(2 ln k)."""
@@ -82,7 +82,7 @@ def test_relu_atom_at_zero_has_mass_two_to_minus_k(k):
 
 
 # --- moments ------------------------------------------------------------------------------------------------------
-KS_FAST = [1, 2, 5, 6, 7, 17, 40, 63, 64, 65, 1000, 10**6]  # relu k < 64 uses the tail table
+KS_FAST = [1, 5, 6, 17, 40, 63, 64, 1000, 10**6]  # relu k < 64 uses the tail table
 
 
 @pytest.mark.parametrize("act", ACTS)
