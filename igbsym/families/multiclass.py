@@ -543,7 +543,7 @@ MC_ERROR = (f"Monte Carlo over N = min({N_DRAWS}, max(100, {N_BUDGET}/C)) fixed 
 
 
 _E, _Gc = sp.Function("E"), sp.Symbol("G_c")
-_T1, _T2 = sp.symbols("T_1 T_2", real=True)
+_T1S, _T2S = sp.symbols("T_1 T_2", real=True)
 
 
 def _route(np_fn, mp_fn, method, error, defining=None):
@@ -582,7 +582,7 @@ register(ClosedForm(
     "multiclass.var", "Var[G_c] of one class fraction: E[Phi_2(T1, T2; gamma/(1+gamma))^(C-1)] - 1/C^2.",
     (GAMMA, C_PARAM), Provenance(IGB, "App. H (exact second moment; the paper gives none)", MODEL),
     builder=_route(var_numpy, var_mp, "2-d quadrature of E[Phi_2(T1,T2;rho)^(C-1)] (Owen's T; Gumbel variable)",
-                   VAR_ERROR, _E(sp.Function("Phi_2")(_T1, _T2, gamma_s / (1 + gamma_s)) ** (C_s - 1)) - 1 / C_s**2),
+                   VAR_ERROR, _E(sp.Function("Phi_2")(_T1S, _T2S, gamma_s / (1 + gamma_s)) ** (C_s - 1)) - 1 / C_s**2),
     limit=_var_limit,
     display=r"E\left[\Phi_2\left(T_1, T_2; \tfrac{\gamma}{1+\gamma}\right)^{C-1}\right] - \frac{1}{C^2}"))
 register(ClosedForm(
