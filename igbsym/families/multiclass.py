@@ -300,8 +300,18 @@ def _cdf_one(g, gamma, C):
         return np.where(g < 1, 1 - 1 / C, 1.0)
     if C == 2:
         return special.ndtr(_probit(g) / math.sqrt(gamma))
-    out = law_samples(g, gamma, C)[0].mean(0)
+    inner = (g > 0) & (g < 1)
+    if inner.sum() > N_INTERP:        # many g at one (gamma, C): monotone cubic in probit(g) between N_INTERP nodes
+        from scipy.interpolate import PchipInterpolator
+        x = _probit(np.clip(g, 1e-300, 1 - 1e-16))
+        nodes = np.linspace(x[inner].min(), x[inner].max(), N_INTERP)
+        out = PchipInterpolator(nodes, law_samples(special.ndtr(nodes), gamma, C)[0].mean(0))(x)
+    else:
+        out = law_samples(g, gamma, C)[0].mean(0)
     return np.where(g <= 0, 0.0, np.where(g >= 1, 1.0, out))
+
+
+N_INTERP = 257      # interpolation error <= 5e-5 (measured vs direct evaluation), far below the Monte Carlo SE
 
 
 def _probit(g):
