@@ -25,6 +25,7 @@ and reports the RMS correlation across classes over the data (minus its 1/R nois
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -86,9 +87,14 @@ def run(ctx, arch: str, C: int, inits: int, D: int):
     """One batched simulation: (frac [I, C] float64 numpy, gamma_hat value, its SE, output means [I, C] and data
     variances [I, C])."""
     ctx.progress(f"multiclass: simulating {arch} C={C} I={inits} D={D}")
+    return _run(seed_for(ctx, "multiclass", arch, C) % (2**62), str(ctx.device), arch, C, inits, D)
+
+
+@lru_cache(maxsize=16)
+def _run(seed: int, device: str, arch: str, C: int, inits: int, D: int):
+    """The simulation behind ``run``, cached so the two checks share it (callers never modify the arrays)."""
     spec = NetSpec(D_IN, n_classes=C, **ARCHS[arch])
-    res = simulate(spec, inits, D, seed=seed_for(ctx, "multiclass", arch, C) % (2**62), device=ctx.device,
-                   layer_stats=False, fresh_data=True, shortcut="gaussian")
+    res = simulate(spec, inits, D, seed=seed, device=device, layer_stats=False, fresh_data=True, shortcut="gaussian")
     est = gamma_of(res)
     return (res.frac.double().numpy().copy(), float(est.value), float(est.se), res.mu.numpy().copy(),
             res.var.numpy().copy())
