@@ -25,6 +25,7 @@ and reports the RMS correlation across classes over the data (minus its 1/R nois
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -38,10 +39,12 @@ from .checks import law_result, register_check, z_result
 from .simulate import NetSpec, simulate
 from .stats import gamma_of, ks_test
 
-try:   # the checks helper's reuse / seeding API (validation/checks.py); plain calls where it is not merged yet
-    from .checks import reusable, seed_for
-except ImportError:    # pragma: no cover
+try:   # the checks helper's reuse / seeding / sizes API (validation/checks.py on the checks branch)
+    from .checks import reusable, seed_for, size, sizes
+except ImportError:    # pragma: no cover -- until that branch is merged: plain calls, same sizes table shape
     import zlib
+
+    _SIZES = {}
 
     def reusable(fn):
         return fn
@@ -49,18 +52,30 @@ except ImportError:    # pragma: no cover
     def seed_for(ctx, *salt):
         return int(ctx.seed) * 1_000_003 + zlib.crc32("/".join(map(str, salt)).encode()) % 1_000_003
 
+    def sizes(module, quick, thorough):
+        for mode, table in (("quick", quick), ("thorough", thorough)):
+            for k, v in table.items():
+                _SIZES.setdefault(mode, {})[f"{module}.{k}"] = v
+
+    def size(ctx, key):
+        return _SIZES[ctx.mode][key]
+
 get = igbsym.get
 Z = 5.0
 ALPHA = math.erfc(Z / math.sqrt(2))
 ARCHS = {"relu1": dict(widths=(128,)), "pool": dict(widths=(192,), pool=4), "deep": dict(widths=(128, 128, 128))}
 
 
-def plan(ctx) -> list:
+sizes("checks_multiclass",
+      quick={"plan": (("relu1", 3, 600, 400), ("relu1", 10, 600, 400), ("relu1", 100, 200, 300),
+                      ("pool", 10, 400, 400), ("deep", 10, 400, 400))},
+      thorough={"plan": tuple((a, c, 3000 if c < 100 else 1000, 1000 if c < 100 else 300)
+                              for a in ARCHS for c in (3, 10, 100))})
+
+
+def plan(ctx) -> tuple:
     """(arch, C, inits, D) simulated in this mode."""
-    if ctx.quick:
-        return [("relu1", 3, 600, 400), ("relu1", 10, 600, 400), ("relu1", 100, 200, 300), ("pool", 10, 400, 400),
-                ("deep", 10, 400, 400)]
-    return [(a, c, 3000 if c < 100 else 1000, 1000 if c < 100 else 300) for a in ARCHS for c in (3, 10, 100)]
+    return size(ctx, "checks_multiclass.plan")
 
 
 D_IN = 256     # input dimension: the cross-class correlation over the data scales like 1/sqrt(d_in) (see independence);
@@ -72,9 +87,14 @@ def run(ctx, arch: str, C: int, inits: int, D: int):
     """One batched simulation: (frac [I, C] float64 numpy, gamma_hat value, its SE, output means [I, C] and data
     variances [I, C])."""
     ctx.progress(f"multiclass: simulating {arch} C={C} I={inits} D={D}")
+    return _run(seed_for(ctx, "multiclass", arch, C) % (2**62), str(ctx.device), arch, C, inits, D)
+
+
+@lru_cache(maxsize=16)
+def _run(seed: int, device: str, arch: str, C: int, inits: int, D: int):
+    """The simulation behind ``run``, cached so the two checks share it (callers never modify the arrays)."""
     spec = NetSpec(D_IN, n_classes=C, **ARCHS[arch])
-    res = simulate(spec, inits, D, seed=seed_for(ctx, "multiclass", arch, C) % (2**62), device=ctx.device,
-                   layer_stats=False, fresh_data=True, shortcut="gaussian")
+    res = simulate(spec, inits, D, seed=seed, device=device, layer_stats=False, fresh_data=True, shortcut="gaussian")
     est = gamma_of(res)
     return (res.frac.double().numpy().copy(), float(est.value), float(est.se), res.mu.numpy().copy(),
             res.var.numpy().copy())
