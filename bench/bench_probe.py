@@ -72,7 +72,7 @@ def main():
         print(f"  {name:<20} vmap {row['vmap_inits_per_s']:8.2f}/s  loop {row['loop_inits_per_s']:8.2f}/s  "
               f"speedup {row['speedup']:.2f}x")
     print("2. CPU-seconds to a 2 % relative SE on gamma_hat (digits-parity, zero biases), plain vs Rao-Blackwell")
-    for name, pilot in (("mlp", args.pilot), ("cnn-b-relu-maxpool", max(8, args.pilot // 4))):
+    for name, pilot in (("mlp", args.pilot), ("cnn-b-relu-maxpool", max(8, args.pilot // 2))):
         row = time_to_precision(name, parity, pilot)
         out["precision"].append(row)
         p, rb = row["plain"], row["rao-blackwell"]
