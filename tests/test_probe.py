@@ -186,3 +186,10 @@ def test_cli_json_report_and_bad_input(tmp_path, capsys):
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1, err
         assert not (tmp_path / "bad").exists()
+
+
+def test_quick_check_probe_equals_simulate_passes():
+    from validation.checks import Context
+    from validation.checks_probe import check_equals_simulate
+    results = check_equals_simulate(Context(mode="quick", seed=0))
+    assert results and all(r.passed for r in results), [r.explain() for r in results]

@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 import igbsym
-from igbsym.errors import InputError
+from igbsym.errors import InputError, NumericalError
 from igbsym.law import regime
 
 from . import datasets, models
@@ -382,6 +382,8 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
     if estimator == "rao-blackwell" and head is None:
         raise InputError("probe: the Rao–Blackwellised estimator needs an nn.Linear on [batch, n] features "
                          "producing the model output")
+    if head is not None and f"{head}.weight" not in dict(base.named_parameters()):
+        head = None                                    # weight tied to another module: not an independent layer
     use_rb = head is not None and estimator != "plain"
     per_point = max([outs[m][0][0].numel() for m in names if isinstance(outs.get(m, (None,))[0], torch.Tensor)]
                     + [x0[0].numel()])
@@ -474,6 +476,10 @@ def _mean_var(s1, s2, n):
 def _result(parts, n_data, n_inits, seed, use_rb, estimator, head, hooked, path_used, path_note, notes, device, t0):
     mu, var = _mean_var(_cat(parts, "s1"), _cat(parts, "s2"), n_data)
     frac = _cat(parts, "count") / n_data
+    bad = (~torch.isfinite(mu).all(1) | ~torch.isfinite(var).all(1)).nonzero().ravel().tolist()
+    if bad:
+        raise NumericalError(f"probe: the model's outputs overflow (NaN/inf statistics) for inits {bad[:5]}; "
+                             "rescale the init or use float64 data")
     if not bool(var.mean(1).gt(0).all()):
         raise InputError("probe: the model's outputs do not vary over the data for some init (Var_χ(O) = 0); "
                          "γ is undefined")
