@@ -19,7 +19,7 @@ from torch import nn
 
 import igbsym
 
-from .checks import register_check, z_result
+from .checks import register_check, reusable, seed_for, z_result
 from .simulate import ACTIVATIONS, NetSpec, simulate
 
 
@@ -27,8 +27,9 @@ def _n(ctx) -> int:
     return 1_000_000 if ctx.quick else 10_000_000
 
 
+@reusable
 def _gauss(ctx, n, mu, sigma, salt) -> torch.Tensor:
-    gen = torch.Generator(device=ctx.device).manual_seed(ctx.seed * 1000 + salt)
+    gen = torch.Generator(device=ctx.device).manual_seed(seed_for(ctx, "rectified.gauss", salt))
     return torch.randn(n, generator=gen, device=ctx.device, dtype=torch.float64) * sigma + mu
 
 
@@ -86,9 +87,10 @@ def check_scaled(ctx) -> list:
     return out
 
 
+@reusable
 def _symmetric(ctx, law, n, sigma, salt):
     """Zero-mean symmetric samples with variance sigma² and the law's kurtosis κ."""
-    gen = torch.Generator(device=ctx.device).manual_seed(ctx.seed * 1000 + salt)
+    gen = torch.Generator(device=ctx.device).manual_seed(seed_for(ctx, "rectified.symmetric", law, salt))
     kw = dict(generator=gen, device=ctx.device, dtype=torch.float64)
     if law == "gaussian":
         x, kappa = torch.randn(n, **kw), 3.0
@@ -123,11 +125,12 @@ def check_leaky_moments(ctx) -> list:
     return out
 
 
+@reusable
 def _layer_sim(ctx, activation, a, sigma_w):
     d, n, inits, data = (16, 128, 100, 2000) if ctx.quick else (64, 256, 200, 4000)
     ctx.progress(f"activation: {activation} sigma_w={sigma_w}")
     spec = NetSpec(d, (n,), activation=activation, a=a, weight_law="rademacher", sigma_w=sigma_w)
-    return simulate(spec, inits, data, seed=ctx.seed + 7, device=ctx.device, layer_stats=("act",),
+    return simulate(spec, inits, data, seed=seed_for(ctx, "rectified.layer"), device=ctx.device, layer_stats=("act",),
                     fresh_data=True).layers[0]["act"]
 
 
