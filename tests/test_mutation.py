@@ -4,7 +4,8 @@ For every form, ``validation.checks.run_mutations`` re-runs the check that claim
 simulations memoised by ``reuse_simulations`` so only predictions and statistics are recomputed) with the form's
 value replaced on every route (numpy, mp, lambdified) by: a relative shift of 3 allowances of the check
 ('shift'), 1.25 v + 0.05 ('gross'), and each integer structural parameter + 1 (B+1, k+1, L+1, w+1, n+1, D+1).
-A form is caught when some Result of that form fails under every mutation. The outcome must equal the
+A form is caught when some Result of that form fails under every mutation (a structural mutation that moves no
+z-test prediction by more than 2 allowances is recorded as below the check's resolution, not as a miss). The outcome must equal the
 committed record validation/mutation_coverage.json that ``igbsym validate --list`` shows (regenerate with
 ``IGBSYM_WRITE_MUTATION=1``)."""
 import json
@@ -45,7 +46,7 @@ def test_structural_mutation_of_a_structural_parameter():
             float(type(form).numpy(form, n=3, mu=0.0, sigma=1.0)))
 
 
-def _fake_checks(monkeypatch, own: bool):
+def _fake_checks(own: bool):
     """A check of leaky.m2 at a = 0: E φ(x)² = σ²(1 + a²)/2 with a 'simulated' estimate equal to the truth;
     ``own`` uses the form's value as prediction, else a re-derivation (which the meta-test must expose)."""
     def fn(ctx):
@@ -56,8 +57,8 @@ def _fake_checks(monkeypatch, own: bool):
 
 
 @pytest.mark.parametrize("own", [True, False])
-def test_meta_test_exposes_a_check_that_rederives_its_prediction(monkeypatch, own):
-    rec = run_mutations(_fake_checks(monkeypatch, own))
+def test_meta_test_exposes_a_check_that_rederives_its_prediction(own):
+    rec = run_mutations(_fake_checks(own))
     row = rec["forms"]["leaky.m2"]
     assert row["check"] == "fake.m2" and row["caught"] is own
     assert rec["baseline"]["fake.m2"]["passed"]
@@ -95,7 +96,7 @@ def test_every_check_passes_unmutated(record):
 def test_every_form_mutation_is_caught(record, name):
     row = record["forms"][name]
     assert row["check"] is not None, f"{name}: no check produces a Result for it"
-    missed = [k for k, v in row["mutations"].items() if not v["caught"]]
+    missed = [k for k, v in row["mutations"].items() if v["caught"] is False]   # None: below resolution
     assert not missed, f"{name} ({row['check']}): mutations not caught: {missed}"
 
 

@@ -22,7 +22,7 @@ What a new check must provide so that the mutation meta-test (tests/test_mutatio
    re-runs the check under each mutation recomputing only predictions and statistics. The check must not
    modify what a reusable function returned (no in-place ops on it).
 5. Seeds come from :func:`seed_for` (one seeding scheme), sizes from ``SIZES`` via :func:`size` (one table
-   per mode), and the quick mode must catch the mutations (the meta-test runs quick mode).
+   per mode, filled with :func:`register_sizes`), and the quick mode must catch the mutations (the meta-test runs quick mode).
 Then ``python -m validation.checks --write-mutation`` (or ``IGBSYM_WRITE_MUTATION=1 pytest tests/test_mutation.py``)
 records the outcome in ``validation/mutation_coverage.json``; ``igbsym validate --list`` reads that record
 (it never re-runs simulations) and :func:`coverage` counts a form only if its mutations are caught and the
@@ -193,12 +193,12 @@ SIZES: dict = {}
 
 
 def size(ctx: Context, key: str):
-    """The size of ``key`` ('<check module>.<item>') in ctx's mode: one table (SIZES) per mode, filled by the
-    check modules with :func:`sizes`."""
+    """The size of ``key`` ('<family>.<item>') in ctx's mode: one table (SIZES) per mode, filled by the check
+    modules with :func:`register_sizes`."""
     return SIZES[ctx.mode][key]
 
 
-def sizes(module: str, quick: dict, thorough: dict) -> None:
+def register_sizes(module: str, quick: dict, thorough: dict) -> None:
     """Register a check module's sizes for both modes (same keys in both)."""
     if set(quick) != set(thorough):
         raise ValueError(f"{module}: quick and thorough sizes must have the same keys")
@@ -312,7 +312,7 @@ def resolution(results, form_name: str) -> float:
             allow.append(-_norm_isf(r.alpha / 2) * r.se + r.bias_bound)
         elif r.p_value is not None and r.n > 0:
             allow.append(math.sqrt(2 * math.log(2 / r.alpha) / r.n))
-    allow = [a for a in allow if math.isfinite(a)]
+    allow = [a for a in allow if math.isfinite(a) and a > 0]   # a zero allowance is an exact identity
     return 3 * min(allow) if allow else 0.05
 
 
@@ -359,6 +359,8 @@ def run_mutations(checks=None, ctx: Context | None = None, progress=None) -> dic
     record = {"mode": ctx.mode, "seed": ctx.seed, "forms": {}, "checks": {}, "baseline": {}}
     with reuse_simulations():
         for chk in checks:
+            if progress:
+                progress(f"{chk.name}: unmutated run")
             base = chk.run(ctx)
             record["checks"][chk.name] = check_fingerprint(chk)
             record["baseline"][chk.name] = {"passed": all(r.passed for r in base), "n": len(base),
@@ -453,11 +455,16 @@ def main(argv=None) -> int:
         return 0
     torch.set_num_threads(1)
     rec = run_mutations(progress=lambda m: print(m, file=sys.stderr, flush=True))
+    bad_base = {k: v["failed"] for k, v in rec["baseline"].items() if not v["passed"]}
+    if bad_base:
+        print(f"unmutated checks fail, record not written: {bad_base}")
+        return 1
     MUTATION_RECORD.write_text(json.dumps(rec, indent=1) + "\n")
     bad = [f for f, r in rec["forms"].items() if not r["caught"]]
     print(f"{len(rec['forms']) - len(bad)}/{len(rec['forms'])} forms caught; not caught: {bad}")
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":   # run the package module, not this __main__ copy (its registry would be empty)
+    from validation.checks import main as _main
+    raise SystemExit(_main())

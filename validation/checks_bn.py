@@ -31,19 +31,18 @@ from scipy import stats as sps
 import igbsym
 from igbsym.families.bn import density_crossing
 
-from .checks import Result, law_result, register_check, reusable, seed_for, size, sizes, z_result
+from .checks import law_result, register_check, reusable, seed_for, register_sizes, size, z_result
 from .simulate import NetSpec, simulate
 from .stats import delta_method, gamma_estimate, jitter_g0, ks_test, mean_se, pdf_chi2
 
 BATCHES = (3, 4, 5, 8, 12, 16, 64, 512)
 U64 = 2.0 ** -53                       # float64 unit roundoff
 get = igbsym.get
-sizes("bn", quick=dict(batches=40000, batches_512=4000, depth=dict(d=64, n=128, inits=100, data=1024, depth=20,
-                                                                     batches=(8,)),
-                       relu_bn=(20, 512, 64)),
-      thorough=dict(batches=400000, batches_512=40000, depth=dict(d=256, n=256, inits=400, data=4096, depth=20,
-                                                                  batches=(5, 8, 64)),
-                    relu_bn=(400, 4096, 256)))
+register_sizes("bn",
+               quick=dict(batches=40000, batches_512=4000, relu_bn=(20, 512, 64),
+                          depth=dict(d=64, n=128, inits=100, data=1024, depth=20, batches=(8,))),
+               thorough=dict(batches=400000, batches_512=40000, relu_bn=(400, 4096, 256),
+                             depth=dict(d=256, n=256, inits=400, data=4096, depth=20, batches=(5, 8, 64))))
 
 
 def _torch_bn(x, eps):

@@ -28,7 +28,7 @@ import igbsym
 
 from .checks import Result, register_check, reusable, seed_for, z_result
 from .simulate import NetSpec, simulate
-from .stats import gamma_units
+from .stats import gamma_units, ratio_estimate
 
 PLACEMENTS = (("bn_pre", "batchnorm", "pre"), ("bn_post", "batchnorm", "post"), ("ln_pre", "layernorm", "pre"),
               ("ln_post", "layernorm", "post"), ("rms_pre", "rmsnorm", "pre"), ("rms_post", "rmsnorm", "post"))
@@ -87,9 +87,9 @@ def _seed(seed, width, i):
 
 
 def ratio(x, y):
-    """γ̂ = ΣX/ΣY and its delta-method SE over independent inits."""
-    g = x.mean() / y.mean()
-    return float(g), float((x - g * y).std(ddof=1) / math.sqrt(len(x)) / y.mean())
+    """γ̂ = ΣX/ΣY and its delta-method SE over independent inits (stats.ratio_estimate)."""
+    est = ratio_estimate(x, y)
+    return est.value, est.se
 
 
 def _corr_step(x1, y1, x2, y2, act, a):

@@ -23,7 +23,8 @@ from scipy import stats as sps
 
 import igbsym
 
-from .checks import Context, law_result, register_check, reusable, seed_for, z_result
+from .checks import (Context, law_result, register_check, register_sizes, reusable, seed_for, size,
+                     z_result)
 from .simulate import NetSpec, simulate
 from .stats import gamma_of, jitter_g0, ks_test, pdf_chi2, ratio_estimate
 
@@ -31,13 +32,16 @@ GAMMA_ACTS = (("relu", 0.01), ("leaky_relu", 0.2), ("identity", 0.01), ("tanh", 
               ("gelu", 0.01))
 
 
+register_sizes("igb", quick=dict(d=64, n=256, inits=400, data=1000, law_inits=1000, law_d=32, law_n=128,
+                                 law_data=1000, sweep=(32, 64, 128, 256), sweep_inits=300, sweep_data=500),
+               thorough=dict(d=256, n=256, inits=1000, data=2000, law_inits=4000, law_d=64, law_n=256,
+                             law_data=2000, sweep=(64, 128, 256, 512, 1024), sweep_inits=1000, sweep_data=1000))
+
+
 def sizes(ctx) -> dict:
-    """Simulation sizes: quick (CI / README job) vs thorough (widths ≥ 256, ≥ 1000 inits)."""
-    if ctx.quick:
-        return dict(d=64, n=256, inits=400, data=1000, law_inits=1000, law_d=32, law_n=128, law_data=1000,
-                    sweep=(32, 64, 128, 256), sweep_inits=300, sweep_data=500)
-    return dict(d=256, n=256, inits=1000, data=2000, law_inits=4000, law_d=64, law_n=256, law_data=2000,
-                sweep=(64, 128, 256, 512, 1024), sweep_inits=1000, sweep_data=1000)
+    """This module's rows of the one size table (checks.SIZES): quick (CI / README job) vs thorough."""
+    return {k: size(ctx, f"igb.{k}") for k in ("d", "n", "inits", "data", "law_inits", "law_d", "law_n", "law_data",
+                                                "sweep", "sweep_inits", "sweep_data")}
 
 
 @lru_cache(maxsize=64)

@@ -25,17 +25,18 @@ from scipy import stats
 import igbsym
 from igbsym import kurtosis_api as api
 
-from .checks import law_result, register_check, reusable, seed_for, size, sizes, z_result
+from .checks import law_result, register_check, reusable, seed_for, register_sizes, size, z_result
 from .simulate import NetSpec, simulate
 from .stats import delta_method
 
 KAPPA_GATE = 25.0
 LAWS = ("normal", "uniform", "rademacher")
 BLOCK = 256                      # inits per simulate call (records of every layer are kept per block only)
-sizes("kurtosis", quick=dict(deep=(2000, 32, 20), iid_groups=3000, gamma_reps=4000, fig1=(2000, 128, 40),
-                             dead=(2000, 32)),
-      thorough=dict(deep=(20000, 256, 50), iid_groups=30000, gamma_reps=40000, fig1=(10000, 1000, 100),
-                    dead=(40000, 64)))
+register_sizes("kurtosis",
+               quick=dict(deep=(2000, 32, 20), iid_groups=3000, gamma_reps=4000, fig1=(2000, 128, 40),
+                          dead=(2000, 32)),
+               thorough=dict(deep=(20000, 256, 50), iid_groups=30000, gamma_reps=40000, fig1=(10000, 1000, 100),
+                             dead=(40000, 64)))
 
 
 def start_moments(w: int, kappa_w: float) -> tuple:

@@ -53,7 +53,7 @@ def _crash_result(check, exc, seed):
 
 def run(args) -> int:
     """Entry point called by igbsym.cli (args: family, device, mode, report, seed, list, json)."""
-    from .checks import Context, all_checks, coverage
+    from .checks import Context, all_checks, coverage, false_failure_rate
     family = getattr(args, "family", None)
     if family is not None and family not in registry.families():
         raise InputError(f"unknown family {family!r}; families are {', '.join(registry.families())}")
@@ -94,7 +94,8 @@ def run(args) -> int:
     print(report.console_table(results))
     n_fail = sum(not r.passed for _, r in results)
     print(f"\n{len(results) - n_fail}/{len(results)} comparisons pass ({len(checks)} checks, "
-          f"{time.perf_counter() - t_start:.1f} s, device {device}, mode {mode})")
+          f"{time.perf_counter() - t_start:.1f} s, device {device}, mode {mode}); probability that correct forms "
+          f"fail any comparison <= {false_failure_rate([r for _, r in results]):.1g} (union bound)")
     for _, r in results:
         if not r.passed:
             print("FAIL " + r.explain())
