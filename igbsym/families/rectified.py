@@ -12,7 +12,8 @@ from scipy import special
 from .. import activations as acts
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
-from ..gaussian import ERROR as QUAD_ERROR, expect, mp_expect
+from ..functions import mp_ncdf
+from ..gaussian import mp_expect, split_expect
 from ..registry import register
 
 NORM = "norm-placement-bn-ln.txt"
@@ -245,7 +246,7 @@ _s = sp.Symbol("sigma", positive=True)
 _EXACT_MEAN = {
     "relu": _s / sp.sqrt(2 * sp.pi), "leaky_relu": (1 - a) * _s / sp.sqrt(2 * sp.pi), "identity": sp.S.Zero,
     "tanh": sp.S.Zero, "erf": sp.S.Zero, "sigmoid": sp.S.Half, "srelu": sp.S.Zero,
-    "gelu": _s**2 / sp.sqrt(2 * sp.pi * (1 + _s**2)),
+    "gelu": _s / sp.sqrt(2 * sp.pi) / sp.sqrt(1 + _s**-2),  # = σ²/sqrt(2π(1+σ²)), no σ² overflow
 }
 _EXACT_VAR = {
     "relu": _s**2 * (sp.pi - 1) / (2 * sp.pi), "srelu": _s**2 * (sp.pi - 1) / (2 * sp.pi),
@@ -264,22 +265,58 @@ def _defining(act, power: int):
                        (_x, -sp.oo, sp.oo))
 
 
+_SQ2PI_INV = 1 / np.sqrt(2 * np.pi)
+_e = special.expit
+#: activation -> (mean integrand, its remainder beyond the far field, far-field mean (σ)) and the same for the
+#: integrand of the centred second moment; every integrand is the even part of the exact one (the odd part
+#: integrates to 0 exactly), so tiny σ keeps full relative accuracy (E silu(σZ) ≈ σ²/4, not noise of size σ).
+_SMOOTH = {
+    "silu": ((lambda x: x / 2 * np.tanh(x / 2), lambda x: -np.abs(x) * _e(-np.abs(x)), lambda s: s * _SQ2PI_INV),
+             (lambda x: (x * _e(x)) ** 2,
+              lambda x: np.where(x > 0, -x * x * _e(-x) * (1 + _e(x)), (x * _e(x)) ** 2), lambda s: s * s / 2)),
+    "gelu": ((lambda x: x / 2 * special.erf(x / np.sqrt(2)), lambda x: -np.abs(x) * special.ndtr(-np.abs(x)),
+              lambda s: s * _SQ2PI_INV),
+             (lambda x: (x * special.ndtr(x)) ** 2,
+              lambda x: np.where(x > 0, -x * x * special.ndtr(-x) * (1 + special.ndtr(x)), (x * special.ndtr(x)) ** 2),
+              lambda s: s * s / 2)),
+    "tanh": (None, (lambda x: np.tanh(x) ** 2, lambda x: -1 / np.cosh(x) ** 2, lambda s: np.ones_like(s))),
+    "sigmoid": (None, (lambda x: np.tanh(x / 2) ** 2 / 4, lambda x: -1 / (4 * np.cosh(x / 2) ** 2),
+                       lambda s: np.full_like(s, 0.25))),
+}
+_MP_EVEN = {  # the same even integrands in mpmath: (mean, second moment); sigmoid's second is of sigmoid - 1/2
+    "silu": (lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: (x / (1 + mpmath.exp(-x))) ** 2),
+    "gelu": (lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: (x * mp_ncdf(x)) ** 2),
+    "tanh": (None, lambda x: mpmath.tanh(x) ** 2),
+    "sigmoid": (None, lambda x: mpmath.tanh(x / 2) ** 2 / 4),
+}
+SMOOTH_ERROR = ("fixed composite Gauss-Legendre grids, cost independent of sigma: z-grid (panel 0.05) for sigma <= 8, "
+                "closed-form far field + x-grid of the exponentially small remainder on [-45, 45] (panel 0.4) for "
+                "sigma > 8; even-part integrands: relative error <= 1e-12 for every sigma > 0")
+
+
 def _numeric_moment(act: str, centred: bool) -> NumericRoute:
-    """E[φ(σZ)] or Var[φ(σZ)] by quadrature (the route for cases with no closed form)."""
-    f = acts.get(act)
+    """E[φ(σZ)] or Var[φ(σZ)] by quadrature (the route for cases with no closed form); see _SMOOTH."""
+    mean_spec, second_spec = _SMOOTH[act]
+    mp_mean, mp_second = _MP_EVEN[act]
+
+    def np_mean(sigma):
+        return split_expect(*mean_spec, sigma) if mean_spec else (0.5 if act == "sigmoid" else 0.0) * np.ones_like(sigma)
 
     def np_route(sigma, a):
-        m = expect(lambda x, aa: f.numpy(x, aa, 0.0), sigma, a)
+        sigma = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))[0]
         if not centred:
-            return m
-        return expect(lambda x, aa: f.numpy(x, aa, 0.0) ** 2, sigma, a) - m**2
+            return np_mean(sigma)
+        second = split_expect(*second_spec, sigma)
+        return second if mean_spec is None else second - np_mean(sigma) ** 2
 
     def mp_route(sigma, a):
-        m = mp_expect(lambda x: f.mp(x, a, sigma), sigma)
-        return mp_expect(lambda x: (f.mp(x, a, sigma) - m) ** 2, sigma) if centred else m
+        if not centred:
+            return mp_expect(mp_mean, sigma)
+        second = mp_expect(mp_second, sigma)
+        return second if mp_mean is None else second - mp_expect(mp_mean, sigma) ** 2
 
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
-    return NumericRoute(np_route, mp_route, "quadrature", QUAD_ERROR, defining)
+    return NumericRoute(np_route, mp_route, "quadrature", SMOOTH_ERROR, defining)
 
 
 def _mean_case(activation):
