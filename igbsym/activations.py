@@ -14,7 +14,7 @@ import numpy as np
 import sympy as sp
 from scipy import special
 
-from .functions import Phi
+from .functions import Phi, mp_ncdf
 
 x_, a_, s_ = sp.symbols("x a sigma", real=True)
 
@@ -44,7 +44,7 @@ ACTIVATIONS = {act.name: act for act in [
     Activation("erf", sp.erf(x_), lambda x, a, s: special.erf(x), lambda x, a, s: mpmath.erf(x), True, "erf x"),
     Activation("sigmoid", 1 / (1 + sp.exp(-x_)), lambda x, a, s: special.expit(x),
                lambda x, a, s: 1 / (1 + mpmath.exp(-x)), False, "1/(1+e^{-x})"),
-    Activation("gelu", x_ * Phi(x_), lambda x, a, s: x * special.ndtr(x), lambda x, a, s: x * mpmath.ncdf(x),
+    Activation("gelu", x_ * Phi(x_), lambda x, a, s: x * special.ndtr(x), lambda x, a, s: x * mp_ncdf(x),
                False, "x Φ(x) (exact GELU, torch approximate='none')"),
     Activation("silu", x_ / (1 + sp.exp(-x_)), lambda x, a, s: x * special.expit(x),
                lambda x, a, s: x / (1 + mpmath.exp(-x)), False, "x/(1+e^{-x})"),

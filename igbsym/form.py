@@ -21,6 +21,8 @@ from .errors import InputError, NumericalError
 from .functions import MPMATH_MODULES, NUMPY_MODULES
 
 REQUIRED = object()
+MAX_DPS = 2000          # mp() precision cap: every form evaluates in well under a minute at this many digits
+_MAX_GUARD_BITS = 1 << 15  # guard precision an exact expression may use to converge (cancellation of ~1e-9800)
 
 _ASSUMPTIONS = {
     "real": dict(real=True),
@@ -176,6 +178,22 @@ class NumericRoute:
     defining: sp.Basic | None = None  # the defining integral, for printing
 
 
+@dataclass(frozen=True)
+class Accuracy:
+    """The stated accuracy of a form's NumPy kernel over its whole declared domain.
+
+    relative: bound on |numpy - exact| / |exact| (values below 1e-300 in magnitude: absolute 1e-300·relative; a true
+    value beyond the double range may come back as ±inf of the right sign). reason: why it is not 1e-12.
+    tests/test_domain.py checks the bound at points drawn over the whole domain.
+    """
+
+    relative: float = 1e-12
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return f"relative error <= {self.relative:g}" + (f" ({self.reason})" if self.reason else "")
+
+
 @dataclass
 class ClosedForm:
     """A registered result. See the module docstring.
@@ -188,6 +206,10 @@ class ClosedForm:
     limit: optional ``limit(**numeric_mpf) -> value | None``: the exact value at documented limit points the
         expression cannot take (e.g. γ = 0 or ∞), used by ``mp`` before the expression; None means "not a limit".
     display: LaTeX of the general statement when it cannot be one SymPy expression (e.g. a recursion in n).
+    accuracy: the stated accuracy of the NumPy route over the declared domain (:class:`Accuracy`).
+    mp_kernel: an optional mpmath evaluation ``mp_kernel(**structural, **numeric_mpf)`` of the same expression by a
+        route that keeps full relative precision where the expression itself cancels (it is still checked for
+        convergence in precision like the expression).
     """
 
     name: str
@@ -200,6 +222,8 @@ class ClosedForm:
     kernel: Callable | None = None
     limit: Callable | None = None
     display: str | None = None
+    accuracy: Accuracy = Accuracy()
+    mp_kernel: Callable | None = None
     symbols: dict = field(init=False)
 
     def __post_init__(self):
@@ -336,9 +360,15 @@ class ClosedForm:
         return sp.lambdify(args, self._case(key), modules=MPMATH_MODULES)
 
     def mp(self, dps: int = 50, **values) -> mpmath.mpf:
-        """Reference evaluation with mpmath at ``dps`` significant digits (scalars only)."""
-        if not isinstance(dps, int) or dps < 5:
-            raise InputError(f"{self.name}: dps={dps!r} is not allowed; allowed: an integer >= 5")
+        """Reference evaluation with mpmath at ``dps`` significant digits (scalars only; 5 <= dps <= MAX_DPS).
+
+        Exact expressions (and ``mp_kernel``) are evaluated with growing guard precision until two successive
+        evaluations agree to ``dps`` digits, so cancellation inside the expression never reaches the result;
+        numeric routes carry their own error control. NumericalError if no convergence.
+        """
+        if isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or not 5 <= dps <= MAX_DPS:
+            raise InputError(f"{self.name}: dps={dps!r} is not allowed; allowed: an integer >= 5 and <= {MAX_DPS}")
+        dps = int(dps)
         key, _ = self._split(values)
         raw = {p.name: values.get(p.name, p.default) for p in self.numeric_params}
         for name, v in raw.items():
@@ -347,20 +377,47 @@ class ClosedForm:
         self._check_conditions(key, {k: float(v) for k, v in raw.items()})
         case = self._case(key)
         with mpmath.workdps(dps):
+            prec = mpmath.mp.prec
             args = {k: mpmath.mpf(v) for k, v in raw.items()}
-            at_limit = self.limit(**args) if self.limit is not None else None
+        if self.limit is not None:
+            with mpmath.workdps(dps):
+                at_limit = self.limit(**args)
             if at_limit is not None:
-                out = mpmath.mpf(at_limit)
-            elif isinstance(case, NumericRoute):
+                with mpmath.workdps(dps):
+                    return mpmath.mpf(at_limit)
+        if isinstance(case, NumericRoute):
+            with mpmath.workdps(dps):
                 out = case.mp(**args)
+        else:
+            if self.mp_kernel is not None:
+                evaluate = lambda: self.mp_kernel(**dict(key), **args)  # noqa: E731
             else:
-                out = self._mp_lambdified(key)(*[args[p.name] for p in self.numeric_params])
+                fn = self._mp_lambdified(key)
+                evaluate = lambda: fn(*[args[p.name] for p in self.numeric_params])  # noqa: E731
+            out = self._converged(evaluate, prec, values)
+        with mpmath.workdps(dps):
             if isinstance(out, mpmath.matrix):
-                return _mp_matrix(self.name, out, values)
-            out = mpmath.mpf(out) if not isinstance(out, mpmath.mpc) else out
+                return _mp_matrix(self.name, out.apply(lambda v: +v), values)
+            out = +out if isinstance(out, mpmath.mpc) else +mpmath.mpf(out)
         if isinstance(out, mpmath.mpc) or mpmath.isnan(out):
             raise NumericalError(f"{self.name}: mpmath gave {out} at valid input {values}")
-        return out  # keeps the precision it was computed at (no unary + outside workdps)
+        return out
+
+    def _converged(self, evaluate, prec: int, values: dict):
+        """evaluate() at prec + 20, 40, 80, ... guard bits until two successive results agree to prec bits."""
+        prev, guard = None, 20
+        while True:
+            with mpmath.workprec(prec + guard):
+                try:
+                    cur = evaluate()
+                except (ZeroDivisionError, OverflowError, ValueError):  # too little precision for an inner step
+                    cur = None
+            if cur is not None and prev is not None and _agree(prev, cur, prec):
+                return cur
+            if guard >= _MAX_GUARD_BITS:
+                raise NumericalError(f"{self.name}: the mpmath evaluation did not converge with {guard} guard bits "
+                                     f"at {values}")
+            prev, guard = cur, guard * 2
 
     # --- printing --------------------------------------------------------------------------------
     def signature_parts(self) -> list:
@@ -388,7 +445,17 @@ class ClosedForm:
                             **({} if p.required else {"default": p.default})} for p in self.params],
             "conditions": [c.text for c in self.conditions],
             "provenance": str(self.provenance),
+            "accuracy": {"relative": self.accuracy.relative, "reason": self.accuracy.reason},
+            "domain": {"parameters": [{"name": p.name, "allowed": p.allowed()} for p in self.params],
+                       "conditions": [c.text for c in self.conditions],
+                       "text": self.domain_text()},
+            "dps": {"minimum": 5, "maximum": MAX_DPS},
         }
+
+    def domain_text(self) -> str:
+        """One line: every parameter's allowed values and every condition (what evaluation accepts)."""
+        parts = [f"{p.name}: {p.allowed()}" for p in self.params] + [c.text for c in self.conditions]
+        return "; ".join(parts)
 
     def __hash__(self):
         return hash(self.name)
@@ -405,6 +472,21 @@ def _matrix_kernel(fn, names: list, shape: tuple) -> Callable:
         entries = [np.broadcast_to(np.asarray(e, dtype=float), base) for e in fn(*values)]
         return np.stack(entries, axis=-1).reshape(base + shape)
     return kernel
+
+
+def _agree(a, b, prec: int) -> bool:
+    """Two mpf (or matrices) agree to ``prec`` bits relative (exact zeros agree with zeros)."""
+    pairs = ([(a[i, j], b[i, j]) for i in range(a.rows) for j in range(a.cols)] if isinstance(a, mpmath.matrix)
+             else [(a, b)])
+    tol = mpmath.ldexp(1, -prec)
+    for x, y in pairs:
+        if isinstance(x, mpmath.mpc) or isinstance(y, mpmath.mpc):
+            return False
+        if mpmath.isnan(x) or mpmath.isnan(y):
+            return False
+        if x != y and abs(x - y) > tol * abs(y):
+            return False
+    return True
 
 
 def _mp_matrix(name: str, out, values: dict):

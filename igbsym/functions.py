@@ -115,11 +115,54 @@ def ndtri_symmetric(p):
     return np.where(p > 0.5, -x, x)
 
 
+_MP_ASYMPTOTIC_FROM = 10**6  # mpmath's erfc raises OverflowError for |x| beyond ~1e150; the series is used above 1e6
+
+
+def mp_ncdf(x):
+    """Φ(x) in mpmath at the working precision for every real x (mpmath.ncdf raises OverflowError for |x| ≳ 1e150).
+
+    For |x| >= 1e6 the lower tail is φ(x)/|x| Σ_k (-1)^k (2k-1)!!/x^{2k}: the terms fall by (2k+1)/x² <= 1e-9 each
+    for the few hundred terms any precision up to MAX_DPS needs, so the truncation error is below the last term.
+    """
+    x = mpmath.mpf(x)
+    if mpmath.isinf(x):
+        return mpmath.mpf(1 if x > 0 else 0)
+    if abs(x) < _MP_ASYMPTOTIC_FROM:
+        return mpmath.ncdf(x)
+    if x > 0:
+        return 1 - mp_ncdf(-x)
+    x2, term, total, k = x * x, mpmath.mpf(1), mpmath.mpf(1), 0
+    eps = mpmath.eps
+    while abs(term) > eps * abs(total):
+        k += 1
+        term = -term * (2 * k - 1) / x2
+        total += term
+    return mpmath.npdf(x) / -x * total
+
+
 def mp_ncdf_inv(p):
-    """Φ⁻¹(p) in mpmath at the working precision."""
+    """Φ⁻¹(p) in mpmath at the working precision for every 0 < p < 1 (full relative accuracy in both tails).
+
+    Newton on log Φ(x) = log p from the nearer tail (Φ⁻¹(p) = -Φ⁻¹(1 - p) for p > 1/2; 1 - p is exact for a p
+    given as a double), starting from the asymptotic x ≈ -sqrt(2 log(1/p)); quadratic convergence.
+    """
     p = mpmath.mpf(p)
-    return mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
+    if p == mpmath.mpf(1) / 2:
+        return mpmath.mpf(0)
+    if p > mpmath.mpf(1) / 2:
+        with mpmath.extraprec(mpmath.mp.prec + 64):
+            q = 1 - p
+        return -mp_ncdf_inv(q)
+    with mpmath.extraprec(30):
+        logp = mpmath.log(p)
+        x = mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1) if p > mpmath.mpf("1e-10") else -mpmath.sqrt(-2 * logp)
+        for _ in range(200):
+            step = (mpmath.log(mp_ncdf(x)) - logp) * mp_ncdf(x) / mpmath.npdf(x)
+            x -= step
+            if abs(step) <= mpmath.eps * abs(x) * 4:
+                break
+    return +x
 
 
 NUMPY_MODULES = [{"Phi": special.ndtr, "PhiInv": ndtri_symmetric, "BetaReg": special.betainc}, "scipy", "numpy"]
-MPMATH_MODULES = [{"Phi": mpmath.ncdf, "PhiInv": mp_ncdf_inv, "BetaReg": mp_betainc_reg}, "mpmath"]
+MPMATH_MODULES = [{"Phi": mp_ncdf, "PhiInv": mp_ncdf_inv, "BetaReg": mp_betainc_reg}, "mpmath"]

@@ -78,15 +78,103 @@ def _proxy_pdf(b, B):
     return _proxy_norm(B) * np.exp(-(B - 1) / 2 * np.log1p(b * b / B))
 
 
-def _tail_cdf(b, B, x):
-    """(1 + sign b)/2 - sign(b) I_x((B-2)/2, 1/2)/2 evaluated without the cancellation SymPy's expanded form has:
-    I/2 for b < 0, 1 - I/2 for b >= 0 (x = 1 at b = 0 gives 1/2)."""
-    half_tail = special.betainc((B - 2) / 2, 0.5, x) / 2
-    return np.where(b < 0, half_tail, 1 - half_tail)
+_GLAG_X, _GLAG_W = np.polynomial.laguerre.laggauss(40)
+_TAIL_QUAD_FROM = 6.0     # |b| at and beyond which the lower tail is the Laguerre integral (B >= _TAIL_QUAD_B)
+_TAIL_QUAD_B = 100.0
+_EXPANSION_FROM = 1e16    # B at and beyond which the 1/B expansion is used (next term < (40^4/B)^2 < 1e-20)
+
+
+def _lower_tail(b, B, canonical: bool):
+    """P(V <= -|b|) for the proxy (canonical=False) or canonical law, stable in every regime:
+
+    * B >= 1e16: Phi(-|b|) + phi(b)(|b|³ + 5|b|)/(4B) (proxy), Phi(-|b|) - phi(b)(|b|³ - 3|b|)/(4B) (canonical) (the 1/B expansion of bn.pdf_large_B integrated;
+      relative error O(b^8/B²) < 1e-20 wherever the value is above 1e-300);
+    * |b| >= 6 and B >= 100: ∫_{|b|}^∞ f(s) ds = f(|b|) ∫_0^∞ e^{-r} s'(r) dr with r the drop of the log-density
+      from |b| (s(r) in closed form) and the 40-point Gauss–Laguerre rule: s'(r) is analytic with its nearest
+      singularity at r ≈ -b²/2 <= -18, so the rule is exact to rounding;
+    * otherwise SciPy's regularised incomplete beta, through its complement I_y(1/2, a) where x > 1/2 (no 1 - I).
+    """
+    b, B = np.broadcast_arrays(np.abs(np.asarray(b, float)), np.asarray(B, float))
+    shape, b, B = b.shape, b.ravel(), B.ravel()
+    u = b * b
+    a = (B - 2) / 2
+    if canonical:
+        x = np.maximum(0.0, (B - 1 - u) / (B - 1))
+        y = np.minimum(1.0, u / (B - 1))
+    else:
+        x, y = B / (B + u), u / (B + u)
+    with np.errstate(all="ignore"):
+        out = np.where(x <= 0.5, special.betainc(a, 0.5, x), special.betaincc(0.5, a, y)) / 2
+        quad = (b >= _TAIL_QUAD_FROM) & (B >= _TAIL_QUAD_B) & (x > 0)
+        if quad.any():
+            out = out.copy()
+            out[quad] = _laguerre_tail(b[quad], B[quad], canonical)
+        big = B >= _EXPANSION_FROM
+        if big.any():
+            bb, BB = b[big], B[big]
+            poly = bb**3 + 5 * bb if not canonical else bb**3 - 3 * bb
+            out = out.copy()
+            out[big] = special.ndtr(-bb) + np.exp(-bb * bb / 2) / np.sqrt(2 * np.pi) * poly / (4 * BB) * (
+                -1 if canonical else 1)
+    return out.reshape(shape)
+
+
+def _laguerre_tail(b, B, canonical: bool):
+    """∫_b^sup f(s) ds by the log-density substitution (see _lower_tail), b > 0, B >= 100."""
+    r = _GLAG_X[None, :]
+    b, B = b[:, None], B[:, None]
+    if canonical:
+        m = B - 1
+        level = np.log1p(-b * b / m)
+        s2 = -m * np.expm1(level - 2 * r / (B - 4))
+        ds = (m - s2) / ((B - 4) * np.sqrt(s2))
+        logf = np.log(gamma_half_ratio((B - 2) / 2) / np.sqrt(np.pi * m)) + (B - 4) / 2 * level
+    else:
+        level = np.log1p(b * b / B)
+        s2 = B * np.expm1(level + 2 * r / (B - 1))
+        ds = (B + s2) / ((B - 1) * np.sqrt(s2))
+        logf = np.log(_proxy_norm(B)) - (B - 1) / 2 * level
+    return np.exp(logf[:, 0]) * (ds @ _GLAG_W)
+
+
+def _cdf_from_tail(b, B, canonical: bool):
+    lower = _lower_tail(b, B, canonical)
+    return np.where(np.asarray(b) < 0, lower, 1 - lower)
+
+
+def _mp_tail(b, B, canonical: bool):
+    """P(V <= -|b|) in mpmath: the incomplete beta for B < 100; for B >= 100 mpmath.quad of the density tail in the
+    log-density drop r (the substitution of _laguerre_tail, smooth with weight e^{-r}; an integrable endpoint
+    singularity only at b = 0), with the normalising Γ ratio at log2(B) extra bits."""
+    a, h = abs(b), mpmath.mpf(1) / 2
+    m = B - 1 if canonical else B
+    if canonical and a * a >= m:
+        return mpmath.mpf(0)
+    if B < _TAIL_QUAD_B:
+        x = 1 - a * a / m if canonical else B / (B + a * a)
+        return mpmath.betainc((B - 2) / 2, h, 0, x, regularized=True) / 2
+    with mpmath.extraprec(int(mpmath.log(B, 2)) + 20):
+        c = mpmath.exp(mpmath.loggamma((B - 1) / 2) - mpmath.loggamma((B - 2) / 2)) / mpmath.sqrt(mpmath.pi * m)
+        if canonical:
+            level = mpmath.log1p(-a * a / m)
+            s2 = lambda r: -m * mpmath.expm1(level - 2 * r / (B - 4))  # noqa: E731
+            ds = lambda r: (m - s2(r)) / ((B - 4) * mpmath.sqrt(s2(r)))  # noqa: E731
+            f0 = c * mpmath.exp((B - 4) / 2 * level)
+        else:
+            level = mpmath.log1p(a * a / m)
+            s2 = lambda r: m * mpmath.expm1(level + 2 * r / (B - 1))  # noqa: E731
+            ds = lambda r: (m + s2(r)) / ((B - 1) * mpmath.sqrt(s2(r)))  # noqa: E731
+            f0 = c * mpmath.exp(-(B - 1) / 2 * level)
+        return f0 * mpmath.quad(lambda r: mpmath.exp(-r) * ds(r), [0, 1, 4, 16, 64, 256, mpmath.inf])
+
+
+def _mp_cdf(b, B, canonical: bool):
+    tail = _mp_tail(b, B, canonical)
+    return tail if b < 0 else 1 - tail
 
 
 def _proxy_cdf(b, B):
-    return _tail_cdf(b, B, B / (B + b * b))
+    return _cdf_from_tail(b, B, False)
 
 
 def _proxy_relu_mean(B):
@@ -110,7 +198,8 @@ register(ClosedForm(
 register(ClosedForm(
     "bn.cdf", "P(B~ <= b) for the leave-one-out BatchNorm value (regularised incomplete beta; stable in both tails).",
     (BVAL, B_PARAM), Provenance(NORM, "integral of Eq. 49", PROXY),
-    expr=PROXY_CDF, conditions=_cond(3, "B-2 >= 1 degrees of freedom"), kernel=_proxy_cdf))
+    expr=PROXY_CDF, conditions=_cond(3, "B-2 >= 1 degrees of freedom"), kernel=_proxy_cdf,
+    mp_kernel=lambda b, B: _mp_cdf(b, B, False)))
 register(ClosedForm(
     "bn.var", "Var(B~) = B/(B-4) of the leave-one-out BatchNorm value.", (B_PARAM,),
     Provenance(NORM, "Eq. 47", PROXY + "; the variance of t_nu exists iff nu > 2"),
@@ -177,7 +266,7 @@ register(ClosedForm(
     "bn.cdf_canonical", "P(z <= b) for torch's BatchNorm1d (train mode) output of an iid Gaussian batch.",
     (BVAL, B_PARAM), Provenance(NORM, "beyond the paper", CANON), expr=CANON_CDF,
     conditions=_cond(3, "B = 2 is the two-point law z = +-1"),
-    kernel=lambda b, B: _tail_cdf(b, B, np.maximum(0.0, (B - 1 - b * b) / (B - 1)))))
+    kernel=lambda b, B: _cdf_from_tail(b, B, True), mp_kernel=lambda b, B: _mp_cdf(b, B, True)))
 register(ClosedForm(
     "bn.support_canonical", "Largest possible |z| = sqrt(B-1) of a BatchNorm1d (train mode) output (any input law).",
     (B_PARAM,), Provenance(NORM, "beyond the paper (sum of z^2 over the batch is B, sum of z is 0)", CANON),

@@ -4,14 +4,16 @@ Papers: norm-placement-bn-ln.txt Lemma F.1 (Eqs. 83–86); kurtosis-vanishing-em
 Lemma 4.1 and the second-moment lemma before it; igb-initial-guessing-bias.txt Eq. 78 (ReLU mean) and
 App. G (antisymmetric activations, SReLU Eq. 188).
 """
+import mpmath
 import numpy as np
 import sympy as sp
 from scipy import special
 
 from .. import activations as acts
-from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
+from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
-from ..gaussian import ERROR as QUAD_ERROR, expect, mp_expect
+from ..functions import mp_ncdf
+from ..gaussian import mp_expect, split_expect
 from ..registry import register
 
 NORM = "norm-placement-bn-ln.txt"
@@ -59,34 +61,144 @@ def _mills(t):
 def _mean_kernel(mu, sigma):
     """σ(tΦ(t) + φ(t)), t = μ/σ: φ(1 + tR) for t < 0 (no cancellation), t + φ(1 − tR) for t ≥ 0."""
     t, ph, r = _mills(mu / sigma)
-    return sigma * np.where(t < 0, ph * (1 + t * r), t + ph * (1 - t * r))
+    tail = np.where(ph == 0, 0.0, ph * (1 + np.where(t < 0, t, -t) * r))  # no inf·0 where t = mu/sigma overflows
+    out = np.where(t < 0, sigma * tail, mu + sigma * tail)
+    deep = t < -30
+    if deep.any():  # relative accuracy 1e-16 t² would still hold, but phi(t) underflows while the mean need not
+        mu, sigma, out = np.broadcast_arrays(mu, sigma, out)
+        out = out.copy()
+        out[deep] = _deep_mean(mu[deep], sigma[deep])
+    return out
 
 
 def _var_kernel(mu, sigma):
     """Var[ReLU(X)]: Mills-ratio form for t < 0, upper-tail form with Q = Φ(−t) = φR for t ≥ 0."""
     t, ph, r = _mills(mu / sigma)
     q = ph * r
-    neg = ph * ((1 + t * t) * r + t) - ph**2 * (1 + t * r) ** 2
-    pos = 1 - q - t * ph - ph**2 + t * t * q * (1 - q) + 2 * t * q * ph
-    return sigma**2 * np.where(t < 0, neg, pos)
+    sign = t
+    live = ph > 0  # ph = 0: |t| > 38.6, where the variance is sigma² (t > 0) or below 1e-300 sigma² (t < 0)
+    t = np.where(live, t, 0.0)
+    neg = np.where(live, ph * ((1 + t * t) * r + t) - ph**2 * (1 + t * r) ** 2, 0.0)
+    pos = np.where(live, 1 - q - t * ph - ph**2 + t * t * q * (1 - q) + 2 * t * q * ph, 1.0)
+    out = sigma * (sigma * np.where(sign < 0, neg, pos))  # sigma² alone can overflow where the variance does not
+    deep = sign < -5
+    if deep.any():  # the Mills-ratio form loses ~1e-16 |t|³: the log recurrence keeps 1e-15
+        mu, sigma, out = np.broadcast_arrays(mu, sigma, out)
+        out = out.copy()
+        out[deep] = _deep_var(mu[deep], sigma[deep])
+    return out
 
 
-STABILITY = ("NumPy kernel: Mills-ratio (erfcx) form for mu/sigma < 0; relative accuracy ~1e-16·(mu/sigma)^2 "
-             "(mean) and ~1e-16·|mu/sigma|^3 (var) deep in the lower tail")
+def mp_relu_moment(n: int, mu, sigma):
+    """E[ReLU(X)^n] in mpmath without cancellation for any t = mu/sigma: sigma^n n! e^{-t²/4} D_{-n-1}(-t)/sqrt(2 pi)
+    (D the parabolic-cylinder function: ∫_0^∞ s^n e^{ts - s²/2} ds = n! e^{t²/4} D_{-n-1}(-t)); n = 0 gives 1."""
+    if n == 0:
+        return mpmath.mpf(1)
+    t = mu / sigma
+    if t > _MP_SERIES_FROM:  # the lower tail is below e^{-5e11}: the full Gaussian moment, exactly
+        return mpmath.fsum(mpmath.binomial(n, j) * mu ** (n - j) * sigma**j * mpmath.fac2(j - 1)
+                           for j in range(0, n + 1, 2))
+    if t < -_MP_ZERO_BELOW:  # the moment is below exp(-10^200): 0, as mpmath's own exp gives there
+        return mpmath.mpf(0)
+    if t < -_MP_SERIES_FROM:  # I_n = sum_k (-1)^k (n+2k)!/(2^k k! |t|^(n+2k+1)), terms fall by <= (n+2k)²/(k t²)
+        total, k, term, a = mpmath.mpf(0), 0, None, -t
+        while term is None or abs(term) > mpmath.eps * abs(total):
+            term = (-1) ** k * mpmath.factorial(n + 2 * k) / (2**k * mpmath.factorial(k) * a ** (n + 2 * k + 1))
+            total += term
+            k += 1
+        return sigma**n * mpmath.npdf(t) * total
+    return (sigma**n * mpmath.factorial(n) * mpmath.exp(-t * t / 4) * mpmath.pcfd(-n - 1, -t)
+            / mpmath.sqrt(2 * mpmath.pi))
+
+
+def _mp_var(mu, sigma):
+    """Var[ReLU(X)] = T2 - T1² for mu <= 0; for mu > 0, with X⁻ = ReLU(-X), sigma² - E[X⁻²] - E[X⁻]² - 2 mu E[X⁻]
+    (ReLU(X) = X + X⁻), whose correction terms are tiny where T2 - T1² would cancel."""
+    if mu <= 0:
+        return mp_relu_moment(2, mu, sigma) - mp_relu_moment(1, mu, sigma) ** 2
+    m1 = mp_relu_moment(1, -mu, sigma)
+    return sigma**2 - mp_relu_moment(2, -mu, sigma) - m1 * m1 - 2 * mu * m1
+
+
+_MP_SERIES_FROM = 10**6
+_MP_ZERO_BELOW = 10**100
+_MILLER_TERMS = 20.0  # backward start N >= (sqrt(n) + 20/|t|)^2: the dominant solution is e^{-40} ~ 4e-18 smaller
+
+
+def _log_unit_moment(n: int, t) -> np.ndarray:
+    """log E[ReLU(t + Z)^n] = log Phi(t) + sum_{k<=n} log g_k, g_k = I_k/I_{k-1}, I_k = ∫_0^∞ s^k e^{ts - s²/2} ds.
+
+    I_k = t I_{k-1} + (k-1) I_{k-2}, so g_k = t + (k-1)/g_{k-1} with g_1 = t + phi(t)/Phi(t): forward (all terms
+    positive) for t >= -1; for t < -1 I_k is the minimal solution and g_{k-1} = (k-1)/(g_k - t) runs backward
+    (Miller) from g_N = 0, N from the bound at _MILLER_TERMS (at most 760 steps, fewer as |t| grows). No
+    cancellation, no overflow, no underflow (logs throughout).
+    """
+    t = np.asarray(t, dtype=float)
+    logp = np.zeros(t.shape)
+    fwd = t >= -1
+    if fwd.any():
+        tf = t[fwd]
+        g = tf + np.sqrt(2 / np.pi) / special.erfcx(-tf / np.sqrt(2))  # t + phi(t)/Phi(t)
+        lp = np.log(g)
+        for k in range(2, n + 1):
+            g = tf + (k - 1) / g
+            lp += np.log(g)
+        logp[fwd] = lp
+    back = ~fwd
+    if back.any():
+        tb = t[back]
+        top = int(np.ceil((np.sqrt(n) + _MILLER_TERMS / np.abs(tb).min()) ** 2)) + 2
+        g, lp = np.zeros(tb.shape), np.zeros(tb.shape)
+        for k in range(top + 1, 1, -1):  # g = g_k -> g_{k-1}
+            g = (k - 1) / (g - tb)
+            if k - 1 <= n:
+                lp += np.log(g)
+        logp[back] = lp
+    return special.log_ndtr(t) + logp
+
+
+def relu_moment_kernel(n: int, mu, sigma):
+    """E[ReLU(X)^n] = exp(n log sigma + log E[ReLU(t + Z)^n]) (see _log_unit_moment); t > 1e8 gives mu^n."""
+    mu, sigma = np.broadcast_arrays(np.asarray(mu, float), np.asarray(sigma, float))
+    if n == 0:
+        return np.ones(mu.shape)[()]
+    t = mu / sigma
+    huge = t > 1e8  # E[(mu + sigma Z)^n] = mu^n (1 + O(n² t^-2)); also where mu/sigma overflows
+    out = np.exp(np.where(huge, n * np.log(np.where(huge, mu, 1.0)),
+                          n * np.log(sigma) + _log_unit_moment(n, np.where(huge, 0.0, t))))
+    return out[()] if out.ndim == 0 else out
+
+
+def _deep_mean(mu, sigma):
+    """E[ReLU(X)] for t = mu/sigma < -30 in logs (phi(t) underflows for t < -38.6 while sigma phi(t)/t² need not)."""
+    return np.exp(np.log(sigma) + _log_unit_moment(1, mu / sigma))
+
+
+def _deep_var(mu, sigma):
+    """Var[ReLU(X)] = T2 (1 - T1²/T2) for t < -5 in logs (T1²/T2 < 1e-7 there: no cancellation)."""
+    t = mu / sigma
+    l1, l2 = _log_unit_moment(1, t), _log_unit_moment(2, t)
+    ratio = np.where(np.isfinite(l2), np.exp(2 * l1 - np.where(np.isfinite(l2), l2, 0.0)), 0.0)
+    return np.exp(2 * np.log(sigma) + l2 + np.log1p(-ratio))
+
+
+STABILITY = ("NumPy kernel: Mills-ratio (erfcx) form for mu/sigma < 0, the log ratio recurrence below -30 (mean) / "
+             "-5 (var); mpmath: the parabolic-cylinder form (no cancellation at any mu/sigma)")
 
 register(ClosedForm(
     "rectified.mean", "E[ReLU(X)] for X ~ N(mu, sigma^2).", (MU, SIGMA),
-    Provenance(NORM, "Lemma F.1, Eq. 85", STABILITY), expr=RELU_MEAN, kernel=_mean_kernel))
+    Provenance(NORM, "Lemma F.1, Eq. 85", STABILITY), expr=RELU_MEAN, kernel=_mean_kernel,
+    mp_kernel=lambda mu, sigma: mp_relu_moment(1, mu, sigma)))
 register(ClosedForm(
     "rectified.var", "Var[ReLU(X)] for X ~ N(mu, sigma^2).", (MU, SIGMA),
-    Provenance(NORM, "Lemma F.1, Eq. 86", STABILITY), expr=RELU_VAR, kernel=_var_kernel))
+    Provenance(NORM, "Lemma F.1, Eq. 86", STABILITY), expr=RELU_VAR, kernel=_var_kernel, mp_kernel=_mp_var))
 register(ClosedForm(
     "rectified.moment", "E[ReLU(X)^n] for X ~ N(mu, sigma^2), any integer n >= 0 (0^0 = 1).",
     (Param("n", "integer", "moment order", structural=True, minimum=0, maximum=60), MU, SIGMA),
     Provenance(NORM, "generalises Eqs. 85-86 (Stein recursion T_n = mu T_{n-1} + (n-1) sigma^2 T_{n-2})",
-               "NumPy kernel is the expanded closed form: relative accuracy degrades like |mu/sigma|^(n+1)·1e-16 "
-               "for mu/sigma << 0"),
-    builder=lambda n: relu_moment(n),
+               "kernels: the ratio recurrence of relu_moment_kernel (NumPy; Miller backward for mu/sigma < -1) and the "
+               "parabolic-cylinder form (mpmath), both free of the expanded form's cancellation"),
+    builder=lambda n: relu_moment(n), kernel=relu_moment_kernel, mp_kernel=mp_relu_moment,
     display=r"T_n,\; T_n = \mu T_{n-1} + (n-1)\sigma^2 T_{n-2},\; T_0 = \Phi\left(\tfrac{\mu}{\sigma}\right),"
             r"\; T_1 = \mu\Phi\left(\tfrac{\mu}{\sigma}\right) + \tfrac{\sigma}{\sqrt{2\pi}}e^{-\mu^2/2\sigma^2}"
             r"\quad (n \ge 1;\ n = 0 \mapsto 1)"))
@@ -103,12 +215,14 @@ register(ClosedForm(
     "rectified.scaled_mean", "E[ReLU(alpha X)] for X ~ N(mu, sigma^2): the true form of Lemma F.1 (any real alpha).",
     (ALPHA, MU, SIGMA), Provenance(NORM, "Lemma F.1, Eqs. 83, 87-89", LEMMA_F1_NOTE),
     expr=_scaled_mean, conditions=_NONZERO,
-    kernel=lambda alpha, mu, sigma: _mean_kernel(alpha * mu, np.abs(alpha) * sigma)))
+    kernel=lambda alpha, mu, sigma: np.abs(alpha) * _mean_kernel(np.sign(alpha) * mu, sigma),
+    mp_kernel=lambda alpha, mu, sigma: mp_relu_moment(1, alpha * mu, abs(alpha) * sigma)))
 register(ClosedForm(
     "rectified.scaled_var", "Var[ReLU(alpha X)] for X ~ N(mu, sigma^2): the true form of Lemma F.1 (any real alpha).",
     (ALPHA, MU, SIGMA), Provenance(NORM, "Lemma F.1, Eqs. 84, 90", LEMMA_F1_NOTE),
     expr=_scaled_var, conditions=_NONZERO,
-    kernel=lambda alpha, mu, sigma: _var_kernel(alpha * mu, np.abs(alpha) * sigma)))
+    kernel=lambda alpha, mu, sigma: np.abs(alpha) * (np.abs(alpha) * _var_kernel(np.sign(alpha) * mu, sigma)),
+    mp_kernel=lambda alpha, mu, sigma: _mp_var(alpha * mu, abs(alpha) * sigma)))
 
 # --- leaky ReLU, zero-mean symmetric input (any law) and Gaussian input ----------------------------------
 register(ClosedForm(
@@ -132,7 +246,7 @@ _s = sp.Symbol("sigma", positive=True)
 _EXACT_MEAN = {
     "relu": _s / sp.sqrt(2 * sp.pi), "leaky_relu": (1 - a) * _s / sp.sqrt(2 * sp.pi), "identity": sp.S.Zero,
     "tanh": sp.S.Zero, "erf": sp.S.Zero, "sigmoid": sp.S.Half, "srelu": sp.S.Zero,
-    "gelu": _s**2 / sp.sqrt(2 * sp.pi * (1 + _s**2)),
+    "gelu": _s / sp.sqrt(2 * sp.pi) / sp.sqrt(1 + _s**-2),  # = σ²/sqrt(2π(1+σ²)), no σ² overflow
 }
 _EXACT_VAR = {
     "relu": _s**2 * (sp.pi - 1) / (2 * sp.pi), "srelu": _s**2 * (sp.pi - 1) / (2 * sp.pi),
@@ -151,22 +265,58 @@ def _defining(act, power: int):
                        (_x, -sp.oo, sp.oo))
 
 
+_SQ2PI_INV = 1 / np.sqrt(2 * np.pi)
+_e = special.expit
+#: activation -> (mean integrand, its remainder beyond the far field, far-field mean (σ)) and the same for the
+#: integrand of the centred second moment; every integrand is the even part of the exact one (the odd part
+#: integrates to 0 exactly), so tiny σ keeps full relative accuracy (E silu(σZ) ≈ σ²/4, not noise of size σ).
+_SMOOTH = {
+    "silu": ((lambda x: x / 2 * np.tanh(x / 2), lambda x: -np.abs(x) * _e(-np.abs(x)), lambda s: s * _SQ2PI_INV),
+             (lambda x: (x * _e(x)) ** 2,
+              lambda x: np.where(x > 0, -x * x * _e(-x) * (1 + _e(x)), (x * _e(x)) ** 2), lambda s: s * s / 2)),
+    "gelu": ((lambda x: x / 2 * special.erf(x / np.sqrt(2)), lambda x: -np.abs(x) * special.ndtr(-np.abs(x)),
+              lambda s: s * _SQ2PI_INV),
+             (lambda x: (x * special.ndtr(x)) ** 2,
+              lambda x: np.where(x > 0, -x * x * special.ndtr(-x) * (1 + special.ndtr(x)), (x * special.ndtr(x)) ** 2),
+              lambda s: s * s / 2)),
+    "tanh": (None, (lambda x: np.tanh(x) ** 2, lambda x: -1 / np.cosh(x) ** 2, lambda s: np.ones_like(s))),
+    "sigmoid": (None, (lambda x: np.tanh(x / 2) ** 2 / 4, lambda x: -1 / (4 * np.cosh(x / 2) ** 2),
+                       lambda s: np.full_like(s, 0.25))),
+}
+_MP_EVEN = {  # the same even integrands in mpmath: (mean, second moment); sigmoid's second is of sigmoid - 1/2
+    "silu": (lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: (x / (1 + mpmath.exp(-x))) ** 2),
+    "gelu": (lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: (x * mp_ncdf(x)) ** 2),
+    "tanh": (None, lambda x: mpmath.tanh(x) ** 2),
+    "sigmoid": (None, lambda x: mpmath.tanh(x / 2) ** 2 / 4),
+}
+SMOOTH_ERROR = ("fixed composite Gauss-Legendre grids, cost independent of sigma: z-grid (panel 0.05) for sigma <= 8, "
+                "closed-form far field + x-grid of the exponentially small remainder on [-45, 45] (panel 0.4) for "
+                "sigma > 8; even-part integrands: relative error <= 1e-12 for every sigma > 0")
+
+
 def _numeric_moment(act: str, centred: bool) -> NumericRoute:
-    """E[φ(σZ)] or Var[φ(σZ)] by quadrature (the route for cases with no closed form)."""
-    f = acts.get(act)
+    """E[φ(σZ)] or Var[φ(σZ)] by quadrature (the route for cases with no closed form); see _SMOOTH."""
+    mean_spec, second_spec = _SMOOTH[act]
+    mp_mean, mp_second = _MP_EVEN[act]
+
+    def np_mean(sigma):
+        return split_expect(*mean_spec, sigma) if mean_spec else (0.5 if act == "sigmoid" else 0.0) * np.ones_like(sigma)
 
     def np_route(sigma, a):
-        m = expect(lambda x, aa: f.numpy(x, aa, 0.0), sigma, a)
+        sigma = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))[0]
         if not centred:
-            return m
-        return expect(lambda x, aa: f.numpy(x, aa, 0.0) ** 2, sigma, a) - m**2
+            return np_mean(sigma)
+        second = split_expect(*second_spec, sigma)
+        return second if mean_spec is None else second - np_mean(sigma) ** 2
 
     def mp_route(sigma, a):
-        m = mp_expect(lambda x: f.mp(x, a, sigma), sigma)
-        return mp_expect(lambda x: (f.mp(x, a, sigma) - m) ** 2, sigma) if centred else m
+        if not centred:
+            return mp_expect(mp_mean, sigma)
+        second = mp_expect(mp_second, sigma)
+        return second if mp_mean is None else second - mp_expect(mp_mean, sigma) ** 2
 
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
-    return NumericRoute(np_route, mp_route, "quadrature", QUAD_ERROR, defining)
+    return NumericRoute(np_route, mp_route, "quadrature", SMOOTH_ERROR, defining)
 
 
 def _mean_case(activation):
