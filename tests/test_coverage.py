@@ -8,11 +8,6 @@ from derivations.base import document
 from test_latex import check_well_formed
 
 
-@pytest.fixture(scope="session")
-def all_derivations():
-    return [derivations.run(fam) for fam in derivations.modules()]
-
-
 def test_every_form_has_a_derivation(all_derivations):
     proven = set().union(*(d.proven_forms() for d in all_derivations))
     missing = sorted(set(igbsym.names()) - proven)
