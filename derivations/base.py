@@ -102,7 +102,7 @@ class Derivation:
         how = "simplify(derived - registered) == 0" + (f" on each of {cases}" if cases else "")
         self.proofs.append(Proof(name, "symbolic", how, case))
         self.step(f"Proved (symbolic): the registered form {name} {_case_text(case)} equals the derivation.",
-                  "%s = %s" % (symbol(form, **case), to_latex(registered)))
+                  (symbol(form, **case), registered))
 
     def compare_registry(self, name: str, other: str, case: dict, other_case: dict, expected=None):
         """Check registered ``name`` (at ``case``) equals registered ``other`` (or ``expected``) and record it as a
@@ -172,17 +172,25 @@ class Derivation:
 def _step_equations(expr, label: str) -> list:
     """Numbered display(s) of a step's expression: LaTeX strings as given; long tuples/matrices entry by entry;
     long unbreakable sub-expressions named and defined after 'where'."""
+    lhs = ""
+    if isinstance(expr, tuple):  # (LaTeX left-hand side, SymPy right-hand side)
+        lhs, expr = expr[0] + " = ", expr[1]
     if isinstance(expr, str):
         return [numbered(expr)]
     if isinstance(expr, (sp.MatrixBase, sp.Tuple)) and len(to_latex(expr)) > LONG:
-        items = list(expr) if isinstance(expr, sp.Tuple) else [expr[i, j] for i in range(expr.rows)
-                                                                 for j in range(expr.cols)]
+        if isinstance(expr, sp.Tuple):
+            items = [(f"{lhs}[{i + 1}]" if lhs else "", e) for i, e in enumerate(expr)]
+        else:
+            items = [((r"%s_{%d%d}" % (lhs.rstrip(" ="), i + 1, j + 1)) if lhs else "", expr[i, j])
+                     for i in range(expr.rows) for j in range(expr.cols)]
         out = []
-        for item in items:
-            out += _step_equations(item, label)
+        for head, item in items:
+            out += _step_equations((head, item) if head else item, label)
         return out
+    if isinstance(expr, sp.Eq) and len(to_latex(expr)) > LONG:
+        lhs, expr = to_latex(expr.lhs) + " = ", expr.rhs
     main, defs = abbreviate(expr) if isinstance(expr, sp.Expr) else (expr, [])
-    out = [numbered(to_latex(main))]
+    out = [numbered(lhs + to_latex(main))]
     if defs:
         out += ["where"] + [equation(f"{to_latex(d)} = {to_latex(e)}") for d, e in defs]
     return out

@@ -35,7 +35,7 @@ def even_expansion(m: int, width):
     for part in partitions(m):
         r = sum(part.values())
         choices = sp.ff(width, r) / sp.prod([factorial(v) for v in part.values()])
-        coef = factorial(2 * m) / sp.prod([factorial(2 * p) ** v for p, v in part.items()])
+        coef = sp.Integer(factorial(2 * m)) / sp.prod([factorial(2 * p) ** v for p, v in part.items()])
         moments = sp.prod([{1: mu2, 2: mu4}[p] ** v for p, v in part.items()])
         pattern = tuple(sorted((p for p, v in part.items() for _ in range(v)), reverse=True))
         total += choices * coef * moments * STATE[pattern]

@@ -12,14 +12,14 @@ import re
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
-from .notation import SQRT_2PI, display, notation, paper, symbol, tidy
+from .notation import SQRT_2, SQRT_2PI, display, notation, paper, symbol, tidy
 from .prose import escape, prose
 
 SYMBOL_NAMES = {
     "sigma": r"\sigma", "sigma_w": r"\sigma_w", "sigma2": r"\sigma^2", "mu": r"\mu", "gamma": r"\gamma",
     "kappa": r"\kappa", "kappa_w": r"\kappa_w", "kappa0": r"\kappa_0", "c0": "c_0", "a": "a", "g": "g",
     "p": "p", "n": "n", "B": "B", "k": "k", "L": "L", "w": "w", "x": "x", "b": "b", "eps": r"\varepsilon",
-    "alpha": r"\alpha", "D": "D", "c": "c", "q": "q", SQRT_2PI.name: r"\sqrt{2\pi}",
+    "alpha": r"\alpha", "D": "D", "c": "c", "q": "q", SQRT_2PI.name: r"\sqrt{2\pi}", SQRT_2.name: r"\sqrt{2}",
 }
 LONG = 150          # characters of LaTeX source above which a display goes to breqn's dmath*
 UNBREAKABLE = 230   # a sub-expression longer than this (inside a root or fraction) is named and defined apart
@@ -53,9 +53,9 @@ class _Printer(LatexPrinter):
 
 def to_latex(expr) -> str:
     """LaTeX of a SymPy object with the project's symbol names."""
-    if not isinstance(expr, sp.Basic):
-        return str(expr)
-    names = {s: SYMBOL_NAMES[s.name] for s in expr.free_symbols if s.name in SYMBOL_NAMES}
+    if isinstance(expr, str):
+        return expr
+    names = {s: SYMBOL_NAMES[s.name] for s in getattr(expr, "free_symbols", ()) if s.name in SYMBOL_NAMES}
     return _Printer(names).doprint(expr)
 
 

@@ -14,12 +14,14 @@ the registered expression with SymPy. A display is never a second formula.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy as sp
 
 SQRT_2PI = sp.Symbol("sqrt_2pi", positive=True)   # printed \sqrt{2\pi}; substitute sqrt(2*pi) to compare
+SQRT_2 = sp.Symbol("sqrt_2", positive=True)       # printed \sqrt{2}: lets σ/(√2 √ln k) stay as written
 
 ACTIVATIONS = {"relu": r"\mathrm{ReLU}", "leaky_relu": r"\phi_a", "identity": r"\mathrm{id}", "tanh": r"\tanh",
                "erf": r"\operatorname{erf}", "sigmoid": r"\mathrm{sigm}", "gelu": r"\mathrm{GELU}",
@@ -199,8 +201,14 @@ def tidy(expr):
         return expr
     options = []
     for cand in _candidates(expr):
-        options += [cand, _keep_sqrt_2pi(cand)]
-    return min(options, key=lambda e: (len(to_latex(e)), sp.count_ops(e)))
+        options += [cand, _keep_sqrt_2pi(cand), cand.subs(sp.sqrt(2), 2 / SQRT_2)]
+    return min(options, key=lambda e: (_reading_cost(e, to_latex(e)), sp.count_ops(e)))
+
+
+def _reading_cost(expr, latex: str) -> int:
+    """Visible length of the LaTeX, plus a penalty for sums with a common factor left inside (3B - 3)."""
+    common = sum(3 for s in sp.preorder_traversal(expr) if isinstance(s, sp.Add) and s.primitive()[0] != 1)
+    return len(re.sub(r"\\left|\\right|\s", "", latex)) + common
 
 
 def display(form, **structural):
@@ -211,4 +219,4 @@ def display(form, **structural):
 
 def undisplay(expr):
     """A display expression back in plain SymPy (for the equality proof)."""
-    return expr.subs(SQRT_2PI, sp.sqrt(2 * sp.pi)) if isinstance(expr, sp.Basic) else expr
+    return expr.subs({SQRT_2PI: sp.sqrt(2 * sp.pi), SQRT_2: sp.sqrt(2)}) if isinstance(expr, sp.Basic) else expr
