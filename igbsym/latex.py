@@ -12,7 +12,7 @@ import re
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
-from .notation import SQRT_2, SQRT_2PI, display, notation, paper, symbol, tidy
+from .notation import SQRT_2, SQRT_2PI, display, keep_sqrt_2pi, notation, paper, symbol, tidy
 from .prose import escape, prose
 
 SYMBOL_NAMES = {
@@ -104,7 +104,7 @@ def _equation_parts(form, structural: dict):
     case = form.case(**structural)
     lhs = symbol(form, **structural)
     if isinstance(case, NumericRoute):
-        rhs = to_latex(case.defining) if case.defining is not None else r"\text{(numeric)}"
+        rhs = to_latex(keep_sqrt_2pi(case.defining)) if case.defining is not None else r"\text{(numeric)}"
         return (lhs, "=", rhs + r"\quad\text{(numeric route)}"), []
     expr, defs = abbreviate(display(form, **structural))
     return (lhs, "=", to_latex(expr) + note.suffix), defs

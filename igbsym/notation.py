@@ -178,7 +178,7 @@ def paper(name: str) -> str:
 
 
 # --- display forms ---------------------------------------------------------------------------------------------
-def _keep_sqrt_2pi(expr):
+def keep_sqrt_2pi(expr):
     """Rewrite √π (with the √2 that usually travels with it) as √(2π)/√2 so σ/√(2π) prints as a person writes it."""
     return expr.subs({sp.pi ** sp.Rational(3, 2): sp.pi * SQRT_2PI / sp.sqrt(2), sp.sqrt(sp.pi): SQRT_2PI / sp.sqrt(2)})
 
@@ -201,7 +201,7 @@ def tidy(expr):
         return expr
     options = []
     for cand in _candidates(expr):
-        options += [cand, _keep_sqrt_2pi(cand), cand.subs(sp.sqrt(2), 2 / SQRT_2)]
+        options += [cand, keep_sqrt_2pi(cand), cand.subs(sp.sqrt(2), 2 / SQRT_2)]
     return min(options, key=lambda e: (_reading_cost(e, to_latex(e)), sp.count_ops(e)))
 
 
