@@ -1,8 +1,6 @@
 """Coverage: every registered closed form is proved by a derivation (symbolically, or by an explicit numeric
 identity check) and named by a validation check; every derivation's LaTeX is well formed."""
-import pytest
 
-import derivations
 import igbsym
 from derivations.base import document
 from test_latex import check_well_formed
