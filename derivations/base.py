@@ -26,7 +26,7 @@ import sympy as sp
 import igbsym
 from igbsym.functions import Phi, PhiInv
 from igbsym.latex import LONG, abbreviate, equation, escape, numbered, preamble, prose, to_latex
-from igbsym.notation import PAPERS, symbol
+from igbsym.notation import PAPERS, symbol, tidy, undisplay
 
 PROOF_KINDS = {"symbolic": "symbolic", "numeric-identity": "numeric identity",
                "numeric-route": "numeric route", "registry-self-comparison": "registry self-comparison"}
@@ -101,8 +101,7 @@ class Derivation:
                 raise DerivationError(f"{name} {case} {split}: derived {derived} != registered {registered}")
         how = "simplify(derived - registered) == 0" + (f" on each of {cases}" if cases else "")
         self.proofs.append(Proof(name, "symbolic", how, case))
-        self.step(f"Proved (symbolic): the registered form {name} {_case_text(case)} equals the derivation.",
-                  (symbol(form, **case), registered))
+        self.step(f"{name} {_case_text(case)}: symbolic proof", (symbol(form, **case), _shown(registered)))
 
     def compare_registry(self, name: str, other: str, case: dict, other_case: dict, expected=None):
         """Check registered ``name`` (at ``case``) equals registered ``other`` (or ``expected``) and record it as a
@@ -149,11 +148,19 @@ class Derivation:
     def latex(self) -> str:
         """A LaTeX section: numbered steps, the proof status of every result, the errata found."""
         out = [r"\section{%s}" % prose(self.title)]
+        rows = []  # consecutive short steps: one line of an align each, the justification on the right
         for i, (text, expr) in enumerate(self.steps, 1):
+            row = _align_row(text, expr)
+            if row:
+                rows.append(row)
+                continue
+            out += _align(rows)
+            rows = []
             out.append(prose(text))
             if expr is not None:
                 out += _step_equations(expr, f"{self.family}:{i}")
             out.append("")
+        out += _align(rows)
         out += [r"\subsection*{Proof status}", r"\begin{itemize}"]
         for p in self.proofs:
             out.append(r"\item \texttt{%s} %s: \textbf{%s} --- %s" % (escape(p.form), prose(_case_text(p.case)),
@@ -167,6 +174,34 @@ class Derivation:
                     prose(e["correct"]), prose(e["how"])))
             out.append(r"\end{itemize}")
         return "\n".join(out)
+
+
+def _shown(registered):
+    """The readable display of a registered expression, used only where SymPy confirms it is equal."""
+    if not isinstance(registered, sp.Expr) or sp.count_ops(registered) > 40:
+        return registered
+    shown = tidy(registered)
+    return shown if shown == registered or sp.expand(undisplay(shown) - registered) == 0 else registered
+
+
+def _align_row(text: str, expr) -> str:
+    """``lhs &= rhs && \text{justification}`` for a short step with a short expression, else ''."""
+    lhs = ""
+    if isinstance(expr, tuple):
+        lhs, expr = expr
+    if not isinstance(expr, sp.Expr) or len(text) > 60:
+        return ""
+    body = to_latex(expr)
+    if len(body) + len(lhs) > 75:
+        return ""
+    return "%s &%s %s && \\text{%s}" % (lhs, "=" if lhs else "", body, prose(text).rstrip(":= "))
+
+
+def _align(rows: list) -> list:
+    """A numbered align of short steps, one row per step."""
+    if not rows:
+        return []
+    return [r"\begin{align}", " \\\\\n".join(rows), r"\end{align}", ""]
 
 
 def _step_equations(expr, label: str) -> list:

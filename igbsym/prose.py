@@ -86,7 +86,7 @@ def _is_math_ident(tok: str, nxt: str | None) -> bool:
         return True
     if base in FUNCTIONS:
         return base not in CALL_ONLY or nxt in ("(", "[")
-    return len(base) == 1 or re.fullmatch(r"d[a-z]", base) is not None
+    return len(base) == 1 or re.fullmatch(r"d[a-z]|[a-z][A-Z]", base) is not None
 
 
 def _is_strong(kind: str, tok: str, nxt: str | None) -> bool:
@@ -109,6 +109,8 @@ def _base_latex(base: str) -> str:
         if m.group(1) == "sigma" and m.group(2) == "2":
             return r"{\sigma^{2}}"
         return _base_latex(m.group(1)) + "_{%s}" % m.group(2)
+    if re.fullmatch(r"[a-z][A-Z]", base):  # aX: a product of a scalar and a variable
+        return base[0] + " " + base[1]
     if re.fullmatch(r"d[a-z]", base):
         return r"\,\mathrm{d}" + base[1]
     return base if len(base) == 1 else r"\mathrm{%s}" % base
