@@ -11,7 +11,7 @@ from sympy.stats import StudentT, density
 
 import igbsym
 
-from .base import Derivation
+from .base import Derivation, require
 
 NORM = "norm-placement-bn-ln.txt"
 B = sp.Symbol("B", positive=True)  # the batch size; every identity below is used for B > 4 (or as stated)
@@ -65,7 +65,7 @@ def _proxy(d: Derivation):
     nu = sp.Symbol("nu", positive=True)
     scale = sp.sqrt(B / (B - 2))
     student = density(StudentT("T", nu))(b / scale).subs(nu, B - 2) / scale
-    assert _eq(pdf, student)
+    require(_eq(pdf, student))
     d.step("Identification: this is exactly the density of sqrt(B/(B-2)) T with T ~ Student t, B-2 degrees of freedom "
            "(SymPy: difference with sympy.stats.StudentT density simplifies to 0). The paper's Eq. 49/55 is this "
            "density (correct as printed) but never names it; a scale sqrt(B/(B-1)) would belong to the unbiased "
@@ -74,8 +74,8 @@ def _proxy(d: Derivation):
     cdf = igbsym.get("bn.cdf").expr.xreplace({Bn: B})
     for sign in (1, -1):
         deriv = sp.diff(cdf.subs(b, sign * beta), beta) * sign
-        assert _eq(deriv, pdf.subs(b, sign * beta)), sign
-    assert cdf.subs(b, 0) == sp.S.Half
+        require(_eq(deriv, pdf.subs(b, sign * beta)), sign)
+    require(cdf.subs(b, 0) == sp.S.Half)
     d.step("bn.cdf: its derivative equals the density on b > 0 and on b < 0 (SymPy, with d I_x(a,c)/dx = "
            "x^(a-1)(1-x)^(c-1)/B(a,c)), it is 1/2 at b = 0 and tends to 0 / 1 at -oo / +oo (I_0 = 0, I_1 = 1). "
            "Writing it with I at B/(B+b^2) keeps the left tail free of cancellation.", cdf)
@@ -91,7 +91,7 @@ def _proxy(d: Derivation):
                        sp.gammasimp(sp.sqrt(B) / sp.sqrt(2 * sp.pi) * e_invhalf))
     d.prove("bn.relu_mean", relu_mean)
     paper57 = (sp.sqrt(1 / (B * sp.pi)) * sp.gamma((B - 1) / 2) / sp.gamma((B - 2) / 2) * B / (B - 3))
-    assert _eq(relu_mean, paper57)
+    require(_eq(relu_mean, paper57))
     d.step("The paper's Eq. 57 equals it (Gamma recursion): correct as printed, valid for B >= 4.", paper57)
     relu_var = d.step("Var ReLU(B~) = E[B~^2]/2 - E[ReLU(B~)]^2 (symmetry; Eqs. 58-59 are exact for the proxy):",
                       var / 2 - relu_mean**2)
@@ -103,8 +103,8 @@ def _proxy(d: Derivation):
         f_n = pdf.subs(B, n)
         m_n = sp.integrate(b * f_n, (b, 0, sp.oo))
         v_n = sp.integrate(b**2 * f_n, (b, -sp.oo, sp.oo))
-        assert sp.simplify(sp.integrate(f_n, (b, -sp.oo, sp.oo)) - 1) == 0
-        assert sp.simplify(m_n - relu_mean.subs(B, n)) == 0 and sp.simplify(v_n - var.subs(B, n)) == 0
+        require(sp.simplify(sp.integrate(f_n, (b, -sp.oo, sp.oo)) - 1) == 0)
+        require(sp.simplify(m_n - relu_mean.subs(B, n)) == 0 and sp.simplify(v_n - var.subs(B, n)) == 0)
     d.step("Cross-check at B = 5..9: direct integration of the density over b gives total mass 1, the same "
            "E[ReLU(B~)] and the same variance.")
 
@@ -116,11 +116,12 @@ def _errata_proxy(d: Derivation):
               "eps_B = (x_a - mu~)/B with x_a, mu~ independent, Var = sigma^2 + sigma^2/(B-1) (SymPy factor)")
     h = sp.Symbol("h", real=True)
     paper42 = sp.sqrt((B - 1) / (2 * sp.pi * sigma**2)) * sp.exp(-(-h**2) / 2 * (B - 1) / sigma**2)
-    assert sp.integrate(paper42.subs({B: 5, sigma: 1}), (h, -sp.oo, sp.oo)) == sp.oo
+    require(sp.integrate(paper42.subs({B: 5, sigma: 1}), (h, -sp.oo, sp.oo)) == sp.oo)
     d.erratum("norm-placement-bn-ln.txt Eq. 42 (and the same sign inside Eq. 49)",
               "f_mu~(h) = sqrt((B-1)/(2 pi sigma^2)) exp(-(-y^2)/2 (B-1)/sigma^2)",
               "f_mu~(h) = sqrt((B-1)/(2 pi sigma^2)) exp(-(h - mu)^2 (B-1)/(2 sigma^2))",
-              "the printed function integrates to +oo (SymPy at B = 5, sigma = 1); mu~ ~ N(mu, sigma^2/(B-1))")
+              "the printed function integrates to +oo (SymPy at B = 5, sigma = 1); mu~ ~ N(mu, sigma^2/(B-1))",
+              identity=sp.Eq(sp.Integral(paper42.subs({B: 5, sigma: 1}), (h, -sp.oo, sp.oo)), sp.oo))
     d.erratum("norm-placement-bn-ln.txt Eqs. 47, 49, 57, 59", "no validity condition on B",
               "Eq. 49 needs B >= 3, Eq. 57 B >= 4, Eqs. 47 and 59 B >= 5 (moments of t_{B-2})",
               "E[S^-r] for S ~ chi^2_{B-2} converges iff B-2 > 2r (SymPy integral conditions)")
@@ -137,15 +138,15 @@ def _canonical(d: Derivation):
         mean, loo = sum(xs) / n, sum(xs[1:]) / (n - 1)
         lhs = sum((xi - mean) ** 2 for xi in xs)
         rhs = sum((xi - loo) ** 2 for xi in xs[1:]) + sp.Rational(n - 1, n) * (xs[0] - loo) ** 2
-        assert sp.expand(lhs - rhs) == 0
-        assert sp.expand((xs[0] - mean) - sp.Rational(n - 1, n) * (xs[0] - loo)) == 0
+        require(sp.expand(lhs - rhs) == 0)
+        require(sp.expand((xs[0] - mean) - sp.Rational(n - 1, n) * (xs[0] - loo)) == 0)
     d.step("Canonical value (torch.nn.BatchNorm1d, train mode, eps -> 0): z = (x_a - xbar)/s_B with s_B^2 = SS/B, "
            "SS = sum (x_j - xbar)^2. Exact decompositions (SymPy, expanded for B = 2..7): SS = S' + (B-1)/B D^2 and "
            "x_a - xbar = (B-1)/B D, with D = x_a - m and S' = (B-1) s^2 the leave-one-out sum of squares.")
     D, Sp, bt = sp.symbols("D S' Bt", positive=True)
     z = (B - 1) / B * D / sp.sqrt((Sp + (B - 1) / B * D**2) / B)
     z_of_bt = sp.simplify(z.subs(Sp, (B - 1) * D**2 / bt**2))
-    assert sp.simplify(z_of_bt - g_map(bt)) == 0
+    require(sp.simplify(z_of_bt - g_map(bt)) == 0)
     d.step("Substituting S' = (B-1) D^2/B~^2 (the definition of B~) gives an exact monotone map: "
            "z = g(B~), so |z| < sqrt(B-1).", sp.Eq(sp.Symbol("z"), g_map(bt)))
     d.step("Support for any input law: sum z = 0 and sum z^2 = B, so z_a^2 = (sum_{j!=a} z_j)^2 <= (B-1)(B - z_a^2) "
@@ -157,23 +158,23 @@ def _canonical(d: Derivation):
     proxy = sp.gamma((B - 1) / 2) / (sp.sqrt(sp.pi * B) * sp.gamma((B - 2) / 2)) * (1 + bt**2 / B) ** (-(B - 1) / 2)
     zz = sp.Symbol("z", positive=True)
     inv = zz * sp.sqrt(B) / sp.sqrt(B - 1 - zz**2)
-    assert sp.simplify(g_map(inv).subs(B, _n + 4) - zz) == 0 or _eq(g_map(inv) / zz, 1)
+    require(sp.simplify(g_map(inv).subs(B, _n + 4) - zz) == 0 or _eq(g_map(inv) / zz, 1))
     pushed = proxy.subs(bt, inv) * sp.diff(inv, zz)
     canon_pdf = igbsym.get("bn.pdf_canonical").expr.args[0][0].xreplace({Bn: B, sp.Symbol("b", real=True): zz})
     d.step("Route 1: the inverse map is B~ = z sqrt(B)/sqrt(B-1-z^2); the change of variables f_z(z) = "
            "f_B~(g^-1(z)) dg^-1/dz gives", sp.simplify(pushed))
     q = sp.Symbol("q", positive=True)  # z = sqrt(B-1) q/sqrt(1+q^2) sweeps the open support (0, sqrt(B-1))
     ratio = sp.simplify((pushed / canon_pdf).subs(zz, sp.sqrt(B - 1) * q / sp.sqrt(1 + q**2)).subs(B, _n + 4))
-    assert sp.simplify(sp.factor(ratio, deep=True)) == 1
+    require(sp.simplify(sp.factor(ratio, deep=True)) == 1)
     # route 2: Beta law
     joint = chi2_pdf(sp.S.One, x * t) * chi2_pdf(B - 2, (1 - x) * t) * t
     beta_pdf = sp.gammasimp(sp.integrate(joint, (t, 0, sp.oo), conds="none"))
     target = x ** (-sp.S.Half) * (1 - x) ** ((B - 4) / 2) / sp.beta(sp.S.Half, (B - 2) / 2)
-    assert _eq(sp.expand_func(beta_pdf / target), 1) or _eq(beta_pdf, sp.expand_func(target))
+    require(_eq(sp.expand_func(beta_pdf / target), 1) or _eq(beta_pdf, sp.expand_func(target)))
     d.step("Route 2: z^2/(B-1) = A/(A+S') with A = (B-1)D^2/(B sigma^2) ~ chi^2_1 and S'/sigma^2 ~ chi^2_{B-2} "
            "independent; the density of X = A/(A+S') is int_0^oo f_A(x t) f_S'((1-x) t) t dt =", beta_pdf)
     via_beta = 2 * beta_pdf.subs(x, zz**2 / (B - 1)) * zz / (B - 1) / 2
-    assert _eq(sp.expand_func(via_beta / canon_pdf), 1) or _eq(via_beta, canon_pdf)
+    require(_eq(sp.expand_func(via_beta / canon_pdf), 1) or _eq(via_beta, canon_pdf))
     d.step("i.e. X ~ Beta(1/2, (B-2)/2); the symmetric z = +-sqrt((B-1)X) has the registered density on "
            "|z| < sqrt(B-1) (both routes agree; independent of mu and sigma).", canon_pdf)
     d.prove("bn.pdf_canonical", sp.Piecewise((canon_pdf.subs(zz, b), b**2 < B - 1), (0, True)))
@@ -181,7 +182,7 @@ def _canonical(d: Derivation):
     inner = cdf.subs(sp.Max(0, 1 - b**2 / (B - 1)), 1 - b**2 / (B - 1))
     for sign in (1, -1):
         deriv = sp.diff(inner.subs(b, sign * beta), beta) * sign
-        assert _eq(deriv, canon_pdf.subs(zz, beta)), sign
+        require(_eq(deriv, canon_pdf.subs(zz, beta)), sign)
     d.step("bn.cdf_canonical: derivative equals the density on 0 < |b| < sqrt(B-1) (SymPy), value 1/2 at 0, and the "
            "Max(0, .) makes it exactly 0 / 1 outside the support.", cdf)
     d.prove("bn.cdf_canonical", cdf)
@@ -220,7 +221,7 @@ def _large_b(d: Derivation):
     for name, lf in log_f.items():
         ser = sp.series(sp.expand_log(lf + b**2 / 2 + sp.log(2 * sp.pi) / 2, force=True), eps, 0, 2).removeO()
         c0, c1 = sp.simplify(ser.coeff(eps, 0)), sp.factor(ser.coeff(eps, 1))
-        assert c0 == 0
+        require(c0 == 0)
         out[name] = phi * (1 + c1 / B)
         d.step(f"Large B, {name}: log f(b) - log phi(b) = ({c1})/B + O(1/B^2), so f = phi (1 + ({c1})/B) + O(1/B^2); "
                "B -> oo gives N(0,1) (the paper's binomial/Stirling argument, now with its leading correction).",
@@ -234,7 +235,7 @@ def _large_b(d: Derivation):
         g = means[name] ** 2 / (second[name] - means[name] ** 2)
         ser = sp.series(g, eps, 0, 2).removeO()
         c0, c1 = sp.simplify(ser.coeff(eps, 0)), sp.simplify(ser.coeff(eps, 1))
-        assert sp.simplify(c0 - gamma_inf) == 0
+        require(sp.simplify(c0 - gamma_inf) == 0)
         d.step(f"gamma, {name}: 1/(pi-1) + ({c1})/B + O(1/B^2); 1/(pi-1) is gamma of a ReLU layer without BN "
                "(igb.gamma, relu), the full-batch value of Thm E.1.", gamma_inf + c1 / B)
         d.prove("bn.gamma_large_B", gamma_inf + c1 / B, estimator=name)
@@ -242,7 +243,7 @@ def _large_b(d: Derivation):
            "at leading order: gamma_proxy(B) < 1/(pi-1) < gamma_canonical(B).")
     diff = sp.factor(sp.expand((out["proxy"] - out["canonical"]) / phi * B))
     c = sp.sqrt(1 + sp.sqrt(2))
-    assert sp.simplify(diff.subs(b, c)) == 0
+    require(sp.simplify(diff.subs(b, c)) == 0)
     tv1 = sp.simplify(2 * sp.integrate(diff * phi, (b, c, sp.oo)) / 2 * 2)
     d.step("Proxy vs canonical: f_p - f_c = phi(b)(b^4 - 2b^2 - 1)/(2B) + O(1/B^2), one sign change on b > 0 at "
            "b^2 = 1 + sqrt(2); the total-variation distance (1/2) int |f_p - f_c| is therefore", tv1 / B)
@@ -285,13 +286,13 @@ def _relu_bn(d: Derivation):
     d.step("Law of the full-batch BN output after ReLU, Bo = (Y - a)/alpha with Y = ReLU(N(0, sigma_w^2)), "
            "a = E Y, alpha = sd Y: an atom of mass 1/2 at", atom)
     cont_mean = sp.integrate((y - a) / alpha * sp.exp(-y**2 / (2 * sw**2)) / (sp.sqrt(2 * sp.pi) * sw), (y, 0, sp.oo))
-    assert sp.simplify(atom / 2 + cont_mean) == 0
+    require(sp.simplify(atom / 2 + cont_mean) == 0)
     bb = sp.Symbol("bb", real=True)
     paper_mass = sw * sp.sqrt(sp.pi - 1) / 2 * sp.integrate(sp.DiracDelta(bb * sp.sqrt(2 * sp.pi) - sw),
                                                             (bb, -sp.oo, sp.oo))
     d.step("(mean atom/2 + continuous part = 0, checked by SymPy). The paper's Eq. 74 atom "
            "(sigma_w sqrt(pi-1)/2) delta(b sqrt(2 pi) - sigma_w) has mass", sp.simplify(paper_mass))
-    assert sp.simplify(paper_mass - sp.S.Half) != 0
+    require(sp.simplify(paper_mass - sp.S.Half) != 0)
     d.erratum("norm-placement-bn-ln.txt Eq. 74", "atom (sigma_w sqrt(pi-1)/2) delta(b sqrt(2pi) - sigma_w) at "
               "b = sigma_w/sqrt(2pi), continuous part N(b; sigma_w/sqrt(2pi), 2pi/(pi-1)) on b > sigma_w/sqrt(2pi)",
               "atom of mass 1/2 at b = -1/sqrt(pi-1) (independent of sigma_w), continuous part "

@@ -9,7 +9,7 @@ import sympy as sp
 from igbsym import activations as acts
 from igbsym.functions import Phi, PhiInv
 
-from .base import Derivation
+from .base import Derivation, require
 from .rectified import gauss, mp_moment, x
 
 g = sp.Symbol("g", positive=True)
@@ -35,23 +35,23 @@ def _law(d: Derivation):
     xs = sp.Symbol("x", real=True)
     total = sp.integrate(sp.exp(-xs**2 / (2 * gamma)) / sp.sqrt(2 * sp.pi * gamma), (xs, -sp.oo, sp.oo))
     d.step("Normalisation: with g = Phi(x), f(g) dg = N(x; 0, gamma) dx, whose integral is", total)
-    assert total == 1
+    require(total == 1)
     quant = Phi(sp.sqrt(gamma) * PhiInv(p))
-    assert sp.simplify(cdf.subs(g, quant) - p) == 0
+    require(sp.simplify(cdf.subs(g, quant) - p) == 0)
     d.step("Quantile: solving F(Q) = p (Phi and Phi^{-1} invert each other):", quant)
     d.prove("igb.quantile", quant)
     d.prove("igb.p_outside", sp.simplify(cdf.subs(g, q) + 1 - cdf.subs(g, 1 - q)))
     d.step("P(G0 < q or G0 > 1-q) = F(q) + 1 - F(1-q) = 2 F(q) by the symmetry Phi^{-1}(1-q) = -Phi^{-1}(q).")
     xx = sp.Symbol("x", real=True)
     f_x = sp.exp((1 - 1 / gamma) * xx**2 / 2) / sp.sqrt(gamma)
-    assert f_x.subs(gamma, 1) == 1
+    require(f_x.subs(gamma, 1) == 1)
     d.step("Limits. gamma = 1: f = 1 (uniform). gamma -> 0: F -> 0 for g < 1/2 and 1 for g > 1/2 (point mass at 1/2); "
            "gamma -> oo: F -> 1/2 on (0, 1) (mass 1/2 at each end):")
     neg, pos = sp.Symbol("x", negative=True), sp.Symbol("x", positive=True)
     lims = [sp.limit(Phi(neg / sp.sqrt(gamma)).rewrite(sp.erf), gamma, 0, "+"),
             sp.limit(Phi(pos / sp.sqrt(gamma)).rewrite(sp.erf), gamma, 0, "+"),
             sp.limit(Phi(neg / sp.sqrt(gamma)).rewrite(sp.erf), gamma, sp.oo)]
-    assert lims == [0, 1, sp.S.Half], lims
+    require(lims == [0, 1, sp.S.Half], lims)
     d.step("SymPy limits [gamma->0 (x<0), gamma->0 (x>0), gamma->oo]:", sp.Tuple(*lims))
     c = VW / (VW + VX)
     d.step("Mean-field correlation of two inputs' outputs: Cov = Var_W(mu) = V_W, Var = V_W + V_chi, so", c)

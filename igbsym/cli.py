@@ -176,6 +176,13 @@ LATEX_USAGE = "igbsym latex NAME [key=value ...], or igbsym latex --all [-o FILE
 
 
 def cmd_latex(args):
+    if args.errata:
+        from derivations.base import write_errata
+        return write_errata(args)
+    if args.standalone:
+        from .latex import write_standalone
+        form = registry.get(args.name) if args.name else None
+        return write_standalone(args, form, _parse_assignments(form, args.assignments) if form else {})
     if args.all:
         if args.name:
             raise InputError(f"latex: give either NAME or --all, not both; allowed: {LATEX_USAGE}")
@@ -191,6 +198,7 @@ def cmd_latex(args):
         raise InputError(f"latex: give a form NAME or --all; allowed: {LATEX_USAGE}")
     form = registry.get(args.name)
     structural = _parse_assignments(form, args.assignments)
+    print(" ".join(["%", form.name, *args.assignments]))  # the registry name as a LaTeX comment label
     print(form.latex(**structural))
 
 
@@ -232,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?")
     s.add_argument("assignments", nargs="*", metavar="key=value", help="structural parameters, e.g. n=3")
     s.add_argument("--all", action="store_true")
+    s.add_argument("--errata", action="store_true", help="the errata report (runs every derivation)")
+    s.add_argument("--standalone", action="store_true", help="a compilable one-equation document of NAME")
     s.add_argument("-o", "--output", default=None)
     s.set_defaults(func=cmd_latex)
 

@@ -1,16 +1,9 @@
 """Coverage: every registered closed form is proved by a derivation (symbolically, or by an explicit numeric
 identity check) and named by a validation check; every derivation's LaTeX is well formed."""
-import pytest
 
-import derivations
 import igbsym
 from derivations.base import document
 from test_latex import check_well_formed
-
-
-@pytest.fixture(scope="session")
-def all_derivations():
-    return [derivations.run(fam) for fam in derivations.modules()]
 
 
 def test_every_form_has_a_derivation(all_derivations):
