@@ -146,7 +146,8 @@ def _vectors(d: Derivation):
 def _paper(d: Derivation):
     d.step("The paper's construction (App. H): compare class c with the largest mean among the other C - 1, whose "
            "density is Eq. 82 with k = C - 1 (Eqs. 189-192), and reuse the binary law: "
-           "G_c^paper = Phi((u_c - M_{C-1})/sqrt 2), so P(G_c^paper <= g) = int Phi(m + sqrt(2) Phi^{-1}(g)/sqrt(gamma)) "
+           "G_c^paper = Phi((u_c - M_{C-1})/sqrt 2), so "
+           "P(G_c^paper <= g) = int Phi(m + sqrt(2) Phi^{-1}(g)/sqrt(gamma)) "
            "d Phi(m)^(C-1) (m = M/sqrt(gamma)).")
     pts = [dict(g=x, gamma=gm, C=cc) for x, gm, cc in ((0.1, 0.3, 2), (0.8, 3.0, 2), (0.4, 0.3, 3), (0.1, 3.0, 3),
                                                         (0.8, 0.3, 50), (0.4, 3.0, 50))]
