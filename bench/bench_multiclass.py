@@ -8,6 +8,9 @@ Timed through ``form.numpy`` (input validation included), one call per form over
   is ~ n_draws(C) (C - 1) n_w, i.e. linear in C up to C = 30 and flat above, where the draws fall as 1/C);
 - the per-pair cost of one cdf engine at C = 3, 10, 100, 1000, 10000.
 Run: python bench/bench_multiclass.py [--points N]. Times are wall clock on whatever the machine is doing.
+Measured on the shared 2-core machine at load 10-14 (so several times slower than idle): var 30 ms/point (10^3 points
+in 30 s); cdf 1000 g at one pair 8-22 s (C = 3..1000); one cdf engine 0.35 s (C <= 100), 2.4 s (C = 1000), so 10^3
+distinct (gamma, C) pairs take ~8 min: the cdf is not "seconds" for 10^3 distinct pairs (see the README).
 """
 import argparse
 import time

@@ -11,11 +11,10 @@ import math
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy import special
 
 import igbsym
 from igbsym.families import multiclass as fam
-from igbsym.functions import Phi, PhiInv
+from igbsym.functions import Phi
 
 from .base import Derivation, DerivationError, Proof
 
@@ -65,7 +64,8 @@ def _binary(d: Derivation):
     d.step("", sp.Eq(sp.Symbol("dG_0/d\\delta"), deriv))
     if sp.simplify(Phi(z) + Phi(-z)) != 1:
         raise DerivationError("Phi(z) + Phi(-z) != 1")
-    d.step("and G_0(0) = int phi Phi = 1/2 (phi is even and Phi(z) + Phi(-z) = 1), so G_0 = Phi(delta/sqrt 2). With delta ~ N(0, 2 gamma), delta/sqrt 2 = sqrt(gamma) Z: "
+    d.step("and G_0(0) = int phi Phi = 1/2 (phi is even and Phi(z) + Phi(-z) = 1), so G_0 = Phi(delta/sqrt 2). "
+           "With delta ~ N(0, 2 gamma), delta/sqrt 2 = sqrt(gamma) Z: "
            "G_0 = Phi(sqrt(gamma) Z), the binary IGB law (igb.cdf, igb.pdf) exactly.")
     pts = [dict(g=x, gamma=gm, C=2) for x in (0.05, 0.3, 0.5, 0.9) for gm in (0.2, 1.0, 7.0)]
     _route_check(d, "multiclass.cdf", pts, lambda g, gamma, C: igbsym.get("igb.cdf").numpy(g=g, gamma=gamma), 1e-14,
@@ -114,7 +114,8 @@ def _empty(d: Derivation):
         raise DerivationError(f"normalisation of the kernel: {lhs}")
     pts = [dict(gamma=gm, C=2, D=dd) for gm in (0.05, 1.5, 20.0) for dd in (5, 30, 1000) if gm > 0.05 or dd < 1000]
     _route_check(d, "multiclass.p_empty", pts, lambda gamma, C, D: fam.p_empty_mp(mpmath.mpf(gamma), 2, D), 2e-9,
-                 "C = 2 equals E[Phi(sqrt(gamma) z)^D] (mpmath quadrature; 240-node rule, the hardest case is small gamma)", relative=True)
+                 "C = 2 equals E[Phi(sqrt(gamma) z)^D] (mpmath quadrature; 240-node rule, hardest at small gamma)",
+                 relative=True)
     _route_check(d, "multiclass.n_empty", pts[:3], lambda gamma, C, D: 2 * fam.p_empty_mp(mpmath.mpf(gamma), 2, D),
                  2e-9, "n_empty = C p_empty (linearity of expectation), C = 2", relative=True)
 
@@ -145,7 +146,8 @@ def _vectors(d: Derivation):
 def _paper(d: Derivation):
     d.step("The paper's construction (App. H): compare class c with the largest mean among the other C - 1, whose "
            "density is Eq. 82 with k = C - 1 (Eqs. 189-192), and reuse the binary law: "
-           "G_c^paper = Phi((u_c - M_{C-1})/sqrt 2), so P(G_c^paper <= g) = int Phi(m + sqrt(2) Phi^{-1}(g)/sqrt(gamma)) "
+           "G_c^paper = Phi((u_c - M_{C-1})/sqrt 2), so "
+           "P(G_c^paper <= g) = int Phi(m + sqrt(2) Phi^{-1}(g)/sqrt(gamma)) "
            "d Phi(m)^(C-1) (m = M/sqrt(gamma)).")
     pts = [dict(g=x, gamma=gm, C=cc) for x, gm, cc in ((0.1, 0.3, 2), (0.8, 3.0, 2), (0.4, 0.3, 3), (0.1, 3.0, 3),
                                                         (0.8, 0.3, 50), (0.4, 3.0, 50))]

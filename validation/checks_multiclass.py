@@ -217,6 +217,7 @@ def check_law(ctx) -> list:
                             note="binomial SE + the form's Monte Carlo SE"))
         figs.append((C, D, frac, gam))
     _plot_laws(ctx, figs)
+    plot_paper_error(ctx)
     return out
 
 
@@ -311,8 +312,32 @@ def plot_independence(ctx) -> None:
         w, r, _ = map(np.array, zip(*rows))
         ax.loglog(w, r, "o-", label=f"{arch}: RMS corr across classes")
     ax.loglog(w, 1 / np.sqrt(w), "k:", label="$1/\\sqrt{n}$")
-    ax.set_xlabel("width n")
+    ax.set_xticks(w, [str(int(v)) for v in w])
+    ax.minorticks_off()
+    ax.set_xlabel(f"width n (d_in = {D_IN}, C = 10)")
     ax.set_ylabel("RMS correlation over the data")
     ax.legend(fontsize=7)
     ctx.save_figure("multiclass_independence", fig, "Correlation across classes of the outputs over the data "
-                                                    "(noise floor 1/R removed): assumption (ii) holds as 1/sqrt(n).")
+                                                    "(noise floor 1/R removed): ~ sqrt(1.0/n + 0.43/d_in) for one "
+                                                    "ReLU layer; assumption (ii) holds only as n and d_in grow.")
+
+
+def plot_paper_error(ctx, gammas=(0.1, 0.3, 1.0, 3.0, 10.0), classes=(3, 10, 100)) -> None:
+    """Figure: KS distance between the paper's App. H construction and the exact law vs gamma (report runs only)."""
+    if ctx.report_dir is None:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from derivations.multiclass import paper_error_table
+    rows = paper_error_table(gammas=gammas, classes=classes, n_g=49)
+    fig, ax = plt.subplots(figsize=(4.8, 3.5))
+    for cc in classes:
+        sel = [r for r in rows if r[1] == cc]
+        ax.semilogx([r[0] for r in sel], [r[2] for r in sel], "o-", label=f"C = {cc}")
+    ax.axvline(float(get("igb.gamma").numpy(activation="relu")), color="0.6", ls=":", label="ReLU, 1 layer")
+    ax.set_xlabel("gamma")
+    ax.set_ylabel("sup_g |F_paper - F_exact|")
+    ax.legend(fontsize=7)
+    ctx.save_figure("multiclass_paper_error", fig, "Error of the paper's App. H construction against the exact law "
+                                                   "of one class fraction (KS distance; Monte Carlo SE <= 0.011).")

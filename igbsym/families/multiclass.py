@@ -110,7 +110,8 @@ def bvn_cdf(a, b, rho):
 
 
 def mp_bvn_cdf(h, k, rho):
-    """Phi_2 in mpmath by Drezner's integral Phi(h)Phi(k) + (1/2pi) int_0^asin(rho) exp(-(h^2+k^2-2hk sin t)/(2cos^2 t))."""
+    """Phi_2 in mpmath by Drezner's integral:
+    Phi(h)Phi(k) + (1/2pi) int_0^asin(rho) exp(-(h^2+k^2-2hk sin t)/(2cos^2 t)) dt."""
     f = lambda t: mpmath.exp(-(h * h + k * k - 2 * h * k * mpmath.sin(t)) / (2 * mpmath.cos(t) ** 2))  # noqa: E731
     return mpmath.ncdf(h) * mpmath.ncdf(k) + mpmath.quad(f, [0, mpmath.asin(rho)]) / (2 * mpmath.pi)
 
@@ -547,7 +548,8 @@ _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z
                                                                          (sp.Symbol("j"), 1, C_s - 1)),
                      (z_s, -sp.oo, sp.oo))
 MC_ERROR = (f"Monte Carlo over N = min({N_DRAWS}, max(100, {N_BUDGET}/C)) fixed draws of the other C-1 means "
-            "(Rao-Blackwellised over u_c): standard error <= 0.5/sqrt(N) in the worst case, measured <= 0.011 at C <= 30 "
+            "(Rao-Blackwellised over u_c): standard error <= 0.5/sqrt(N) in the worst case, measured <= 0.011 at "
+            "C <= 30 "
             "and <= 0.012 at C = 1000 "
             "(law_se gives it); quadrature and root-finding error < 1e-9; C = 2 and gamma in {0, inf} are exact")
 
