@@ -25,6 +25,15 @@ def test_every_form_has_a_validation_check():
     assert not missing, f"forms without a validation check: {missing}"
 
 
+def test_every_form_is_caught_by_the_recorded_mutation_meta_test():
+    """The record of tests/test_mutation.py (validation/mutation_coverage.json) covers every form, every form's
+    mutations are caught, and no check changed since the record was made (else 'stale'): read, not re-run."""
+    from validation.checks import coverage
+    bad = {row["name"]: row["status"] for row in coverage() if row["status"] != "caught"}
+    assert not bad, f"forms not covered by a caught mutation (refresh: python -m validation.checks " \
+                    f"--write-mutation): {bad}"
+
+
 def test_derivation_documents_are_well_formed(all_derivations):
     for d in all_derivations:
         check_well_formed(document([d]))

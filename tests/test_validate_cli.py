@@ -21,6 +21,16 @@ def test_list_text(capsys):
     assert main(["validate", "--family", "leaky", "--list"]) == 0
     out = capsys.readouterr().out
     assert "leaky.m4" in out and "4/4 forms have a check" in out
+    assert "4/4 caught by the mutation meta-test" in out
+    assert "leaky.symmetric_inputs" in out and "shift:y gross:y" in out
+
+
+def test_list_marks_a_changed_check_stale(monkeypatch, capsys):
+    """validate --list reads the recorded meta-test; a check whose source changed since is shown 'stale'."""
+    monkeypatch.setattr(checks, "check_fingerprint", lambda chk: "changed")
+    assert main(["validate", "--family", "leaky", "--list", "--json"]) == 0
+    cov = json.loads(capsys.readouterr().out)
+    assert cov and all(c["status"] == "stale" and not c["caught"] for c in cov)
 
 
 @pytest.mark.parametrize("argv,msg", [(["validate", "--family", "nope"], "unknown family"),

@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import igbsym
 from validation import checks_igb, checks_rectified
@@ -63,7 +63,6 @@ def test_finite_d_gamma_srelu_matches_quadrature_and_vanishes():
     assert checks_igb.gamma_finite_d("relu", 8) == checks_igb.gamma_inf("relu")
 
 
-@settings(max_examples=25)
 @given(st.sampled_from(ACTIVATIONS), st.floats(0.4, 2.5), st.floats(-0.6, 0.6), st.integers(2, 40),
        st.integers(0, 10_000))
 def test_property_layer_moments(act, sigma_w, a, d, seed):
@@ -78,7 +77,6 @@ def test_property_layer_moments(act, sigma_w, a, d, seed):
         assert abs(float(unit.mean()) - pred) <= 5 * se + 1e-12, (act, what, pred, float(unit.mean()), se, seed)
 
 
-@settings(max_examples=25)
 @given(st.sampled_from(["relu", "leaky_relu", "identity", "tanh"]), st.sampled_from(["normal", "uniform",
        "rademacher"]), st.integers(4, 48), st.integers(8, 96), st.floats(0.5, 2.0), st.integers(0, 10_000))
 def test_property_gamma_exact_at_any_width(act, law, d, n, sigma_w, seed):

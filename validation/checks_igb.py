@@ -15,38 +15,41 @@ G0 laws: KS on G0 jittered by U(−1/2, 1/2)/D (continuity correction; residual 
 from __future__ import annotations
 
 import math
-import zlib
 from functools import lru_cache
 
 import numpy as np
-from scipy import integrate, special
+from scipy import special
 from scipy import stats as sps
 
 import igbsym
 
-from .checks import law_result, register_check, z_result
+from .checks import (Context, law_result, register_check, register_sizes, reusable, seed_for, size,
+                     z_result)
 from .simulate import NetSpec, simulate
-from .stats import gamma_of, jitter_g0, ks_test, ratio_estimate
+from .stats import gamma_of, jitter_g0, ks_test, pdf_chi2, ratio_estimate
 
 GAMMA_ACTS = (("relu", 0.01), ("leaky_relu", 0.2), ("identity", 0.01), ("tanh", 0.01), ("srelu", 0.01),
               ("gelu", 0.01))
 
 
+register_sizes("igb", quick=dict(d=64, n=256, inits=400, data=1000, law_inits=1000, law_d=32, law_n=128,
+                                 law_data=1000, sweep=(32, 64, 128, 256), sweep_inits=300, sweep_data=500),
+               thorough=dict(d=256, n=256, inits=1000, data=2000, law_inits=4000, law_d=64, law_n=256,
+                             law_data=2000, sweep=(64, 128, 256, 512, 1024), sweep_inits=1000, sweep_data=1000))
+
+
 def sizes(ctx) -> dict:
-    """Simulation sizes: quick (CI / README job) vs thorough (widths ≥ 256, ≥ 1000 inits)."""
-    if ctx.quick:
-        return dict(d=64, n=256, inits=400, data=1000, law_inits=1000, law_d=32, law_n=128, law_data=1000,
-                    sweep=(32, 64, 128, 256), sweep_inits=300, sweep_data=500)
-    return dict(d=256, n=256, inits=1000, data=2000, law_inits=4000, law_d=64, law_n=256, law_data=2000,
-                sweep=(64, 128, 256, 512, 1024), sweep_inits=1000, sweep_data=1000)
+    """This module's rows of the one size table (checks.SIZES): quick (CI / README job) vs thorough."""
+    return {k: size(ctx, f"igb.{k}") for k in ("d", "n", "inits", "data", "law_inits", "law_d", "law_n", "law_data",
+                                                "sweep", "sweep_inits", "sweep_data")}
 
 
 @lru_cache(maxsize=64)
 def _sim(activation, a, d, n, inits, data, seed, device, weight_law="normal", fresh=True):
     """One cached simulation; the seed is salted by the configuration so different checks are independent."""
     spec = NetSpec(d, (n,), activation=activation, a=a, weight_law=weight_law)
-    salt = zlib.crc32(f"{activation}/{a}/{d}/{n}/{weight_law}/{fresh}".encode()) % 1_000_003
-    return simulate(spec, inits, data, seed=seed * 1_000_003 + salt, device=device, layer_stats=False,
+    return simulate(spec, inits, data, seed=seed_for(Context(seed=seed), "igb", activation, a, d, n, weight_law, fresh),
+                    device=device, layer_stats=False,
                     fresh_data=fresh)
 
 
@@ -107,9 +110,10 @@ def check_gamma_sweep(ctx) -> list:
         est = gamma_of(res)
         pred_d = gamma_finite_d("srelu", d)
         rows.append((d, est.value, est.se, pred_d))
-        out.append(z_result("igb.gamma", f"srelu d=n={d} I={res.n_inits} D={res.n_data} (vs exact gamma_d)",
-                            pred_d, est.value, est.se, res.n_inits, ctx.seed,
-                            note=f"asymptotic value 0; gap gamma_d={pred_d:.3g} ~ 1/(2d(pi-1))"))
+        out.append(z_result("igb.gamma", f"srelu d=n={d} I={res.n_inits} D={res.n_data}", gamma_inf("srelu"),
+                            est.value, est.se, res.n_inits, ctx.seed, bias_bound=pred_d,
+                            note=f"bias bound: the exact finite-d gamma_d = 2(1 - E s)/(pi - 1) = {pred_d:.3g} "
+                                 f"(-> 0 like 1/(2d(pi-1))); z vs gamma_d {(est.value - pred_d) / est.se:+.2f}"))
     _plot_sweep(ctx, rows)
     return out
 
@@ -139,10 +143,11 @@ def _law_sim(ctx, activation="relu"):
     return sim(ctx, activation, d=s["law_d"], n=s["law_n"], inits=s["law_inits"], data=s["law_data"], fresh=False)
 
 
-@register_check("igb.g0_law", forms=["igb.cdf", "igb.pdf", "igb.logpdf", "igb.quantile", "igb.p_outside"])
+@register_check("igb.g0_law", forms=["igb.cdf", "igb.pdf", "igb.logpdf", "igb.quantile", "igb.p_outside",
+                                     "igb.gamma"])
 def check_g0_law(ctx) -> list:
     """Law of G0 over inits (one shared dataset): KS vs igb.cdf, binned χ² vs ∫igb.pdf, quantile and tail
-    binomial tests, mean log-likelihood vs ∫ f log f, and the exact finite-D law Binomial(D, 1/2)/D at γ = 0."""
+    binomial tests, mean log-likelihood vs E[log f], and the finite-D spread of G0_hat for odd nets (γ = 0)."""
     out = []
     cdf, pdf = igbsym.get("igb.cdf"), igbsym.get("igb.pdf")
     for act in ("relu", "gelu"):
@@ -154,19 +159,19 @@ def check_g0_law(ctx) -> list:
         out.append(law_result("igb.cdf", f"KS G0 {act} (gamma={gam:.4f}) I={n} D={D}", p, n, ctx.seed,
                               prediction=0.0, estimate=stat,
                               note=f"KS D_n={stat:.4f}; discreteness |dF| <= {disc:.1e} after jitter"))
-        edges = np.linspace(0, 1, 21)
-        probs = np.array([integrate.quad(lambda t: float(pdf.numpy(g=t, gamma=gam)), lo, hi)[0]
-                          for lo, hi in zip(edges[:-1], edges[1:])])
-        counts = np.histogram(g, bins=edges)[0]
-        chi2 = float(((counts - n * probs) ** 2 / (n * probs)).sum())
-        out.append(law_result("igb.pdf", f"binned chi2 (20 bins, integral of pdf) {act} I={n}",
-                              float(sps.chi2.sf(chi2, 19)), n, ctx.seed, prediction=19.0, estimate=chi2,
-                              note="bin probabilities by quadrature of igb.pdf"))
+        chi2, p_chi2, dof = pdf_chi2(g, lambda t: pdf.numpy(g=np.clip(t, 1e-300, 1 - 1e-16), gamma=gam),
+                                     n_bins=20, lo=0.0, hi=1.0)
+        out.append(law_result("igb.pdf", f"binned chi2 (20 equal-count bins, integral of pdf) {act} I={n}",
+                              p_chi2, n, ctx.seed, prediction=dof, estimate=chi2,
+                              note="bin probabilities by Gauss-Legendre quadrature of igb.pdf"))
         lp = igbsym.get("igb.logpdf").numpy(g=np.clip(g, 1e-12, 1 - 1e-12), gamma=gam)
-        expect = integrate.quad(lambda t: float(pdf.numpy(g=t, gamma=gam) *
-                                                igbsym.get("igb.logpdf").numpy(g=t, gamma=gam)), 0, 1)[0]
-        out.append(z_result("igb.logpdf", f"mean log f(G0) vs integral f log f, {act}", expect, float(lp.mean()),
-                            float(lp.std(ddof=1) / math.sqrt(n)), n, ctx.seed))
+        zh, wh = np.polynomial.hermite_e.hermegauss(40)       # E_Z[h(Z)], Z ~ N(0, 1); |Z| <= 8.1
+        g_nodes = np.clip(special.ndtr(math.sqrt(gam) * zh), 1e-300, 1 - 2.0**-53)
+        expect = float(wh @ np.log(pdf.numpy(g=g_nodes, gamma=gam)) / math.sqrt(2 * math.pi))
+        out.append(z_result("igb.logpdf", f"mean igb.logpdf(G0) vs E[log igb.pdf(G0)], {act}", expect,
+                            float(lp.mean()), float(lp.std(ddof=1) / math.sqrt(n)), n, ctx.seed,
+                            note="G0 = Phi(sqrt(gamma) Z): the expectation by 40-point Gauss-Hermite over Z, with "
+                                 "igb.pdf (so the log-density form is tested against the density form's log)"))
         for p_ in (0.1, 0.25, 0.5, 0.75, 0.9):
             q = float(igbsym.get("igb.quantile").numpy(p=p_, gamma=gam))
             frac = float((g <= q).mean())
@@ -181,11 +186,15 @@ def check_g0_law(ctx) -> list:
             _plot_g0(ctx, res, gam, "relu (shared dataset)")
     for act in ("tanh", "identity"):   # γ = 0: with fresh data G0 ~ Binomial(D, 1/2)/D exactly (odd network)
         res = sim(ctx, act)
-        D = res.n_data
+        D, gam = res.n_data, gamma_inf(act)
         y = 4 * D * (res.g0.numpy() - 0.5) ** 2
-        out.append(z_result("igb.cdf", f"gamma=0 limit, {act}: 4D E(G0-1/2)^2 = 1 (Binomial(D,1/2)/D)", 1.0,
-                            float(y.mean()), float(y.std(ddof=1) / math.sqrt(y.size)), y.size, ctx.seed,
-                            note="odd network: P(class 0) = 1/2 exactly; finite-D law of the point mass at 1/2"))
+        zh, wh = np.polynomial.hermite_e.hermegauss(40)
+        spread = float(wh @ (special.ndtr(math.sqrt(gam) * zh) - 0.5) ** 2 / math.sqrt(2 * math.pi))
+        out.append(z_result("igb.gamma", f"gamma=0 of odd {act}: 4D E(G0_hat-1/2)^2 = 1 + 4D E(G0-1/2)^2 at "
+                                         f"gamma=igb.gamma", 1 + 4 * D * spread, float(y.mean()),
+                            float(y.std(ddof=1) / math.sqrt(y.size)), y.size, ctx.seed,
+                            note="G0_hat | G0 ~ Binomial(D, G0)/D, G0 = Phi(sqrt(gamma) Z); odd network: gamma = 0 "
+                                 "and P(class 0) = 1/2 exactly"))
     _plot_g0_panels(ctx)
     return out
 
@@ -230,24 +239,31 @@ def _plot_g0_panels(ctx):
                                            "ReLU, GELU); γ = 0 is a point mass at 1/2 broadened by Binomial(D,1/2)/D")
 
 
+@reusable
+def _pair_outputs(ctx, act):
+    """Raw outputs of 64 fresh data points per init (one hidden layer, law sizes)."""
+    s = sizes(ctx)
+    spec = NetSpec(s["law_d"], (s["law_n"],), activation=act)
+    res = simulate(spec, s["law_inits"], 64, seed=seed_for(ctx, "igb.corr", act), device=ctx.device,
+                   layer_stats=False, record=64, fresh_data=True)
+    return res.records["out"].double().numpy()
+
+
 @register_check("igb.corr_pairs", forms=["igb.corr"])
 def check_corr(ctx) -> list:
     """c = E[O(x)O(x')]/E[O(x)²] from pairs of distinct data points (recorded raw outputs) vs γ/(1+γ)."""
     s, out = sizes(ctx), []
     for act in ("relu", "gelu", "tanh"):
-        spec = NetSpec(s["law_d"], (s["law_n"],), activation=act)
-        res = simulate(spec, s["law_inits"], 64, seed=ctx.seed + 1, device=ctx.device, layer_stats=False,
-                       record=64, fresh_data=True)
-        o = res.records["out"].double().numpy()          # [I, R, C]
+        o = _pair_outputs(ctx, act)                      # [I, R, C]
         tot, sq = o.sum(1), (o**2).sum(1)
         r = o.shape[1]
         a = ((tot**2 - sq) / (r * (r - 1))).mean(1)       # mean over distinct pairs, averaged over classes
         b = (sq / r).mean(1)
         est = ratio_estimate(a, b)
-        gam_d = gamma_finite_d(act, s["law_d"])
-        pred = float(igbsym.get("igb.corr").numpy(gamma=gamma_inf(act)))
-        bias = abs(gam_d / (1 + gam_d) - pred)
-        out.append(z_result("igb.corr", f"{act} d={s['law_d']} n={s['law_n']} I={res.n_inits} (64 pts each)",
-                            pred, est.value, est.se, res.n_inits, ctx.seed, bias_bound=bias,
+        gam_d, gam = gamma_finite_d(act, s["law_d"]), gamma_inf(act)
+        pred = float(igbsym.get("igb.corr").numpy(gamma=gam))
+        bias = abs(gam_d / (1 + gam_d) - gam / (1 + gam))      # finite-d shift of c, not built from the prediction
+        out.append(z_result("igb.corr", f"{act} d={s['law_d']} n={s['law_n']} I={o.shape[0]} (64 pts each)",
+                            pred, est.value, est.se, o.shape[0], ctx.seed, bias_bound=bias,
                             note=f"finite-d bias {bias:.2g} (exact gamma_d)" if bias else ""))
     return out

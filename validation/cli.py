@@ -26,14 +26,22 @@ def _selected(checks, family):
 
 
 def _list(args, coverage) -> int:
+    """Per form: the check that covers it and whether its mutations are caught (from the recorded meta-test,
+    validation/mutation_coverage.json; nothing is simulated here)."""
     if args.json:
         print(json.dumps(coverage, indent=1))
         return 0
     width = max(len(c["name"]) for c in coverage)
+    cwidth = max(len(c["check"] or "-- NO CHECK --") for c in coverage)
     for c in coverage:
-        print(f"{c['name'].ljust(width)}  {c['check'] or '-- NO CHECK --'}")
-    covered = sum(c["check"] is not None for c in coverage)
-    print(f"{covered}/{len(coverage)} forms have a check")
+        muts = " ".join(f"{k}:{'y' if v else ('-' if v is None else 'NO')}" for k, v in c["mutations"].items())
+        print(f"{c['name'].ljust(width)}  {(c['check'] or '-- NO CHECK --').ljust(cwidth)}  {c['status'].ljust(12)}"
+              f"  {muts}".rstrip())
+    checked = sum(c["check"] is not None for c in coverage)
+    caught = sum(c["caught"] for c in coverage)
+    print(f"{checked}/{len(coverage)} forms have a check; {caught}/{len(coverage)} caught by the mutation meta-test "
+          f"(y caught, - below the check's resolution or not applicable; record: validation/mutation_coverage.json, "
+          f"refresh: python -m validation.checks --write-mutation)")
     return 0
 
 
@@ -45,7 +53,7 @@ def _crash_result(check, exc, seed):
 
 def run(args) -> int:
     """Entry point called by igbsym.cli (args: family, device, mode, report, seed, list, json)."""
-    from .checks import Context, all_checks, coverage
+    from .checks import Context, all_checks, coverage, false_failure_rate
     family = getattr(args, "family", None)
     if family is not None and family not in registry.families():
         raise InputError(f"unknown family {family!r}; families are {', '.join(registry.families())}")
@@ -86,7 +94,8 @@ def run(args) -> int:
     print(report.console_table(results))
     n_fail = sum(not r.passed for _, r in results)
     print(f"\n{len(results) - n_fail}/{len(results)} comparisons pass ({len(checks)} checks, "
-          f"{time.perf_counter() - t_start:.1f} s, device {device}, mode {mode})")
+          f"{time.perf_counter() - t_start:.1f} s, device {device}, mode {mode}); probability that correct forms "
+          f"fail any comparison <= {false_failure_rate([r for _, r in results]):.1g} (union bound)")
     for _, r in results:
         if not r.passed:
             print("FAIL " + r.explain())

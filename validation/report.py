@@ -85,7 +85,8 @@ def z_plot(results, path: Path):
 
 FINITE_SIZE = """The closed forms are asymptotic (infinite width, infinite data). Each z-test compares the estimate with
 the prediction within 5 standard errors plus an explicitly stated finite-size bias bound (column `+bias`, 0
-unless given); the bound is computed, never tuned. For one hidden layer E[μ²]/E[Var_χ] is exact at any width n
+unless given); the bound is derived from theory (stated in the check's note and docstring), never taken from the
+simulation under test nor from the form's own value. For one hidden layer E[μ²]/E[Var_χ] is exact at any width n
 as a ratio of expectations over the first-layer node norms s = ‖w‖ (s² = σ_w² χ²_d/d): relu, leaky_relu,
 identity and tanh have no finite-size bias; srelu and gelu have an O(1/d) bias, computed exactly (srelu:
 γ_d = 2(1 − E[s]/σ_w)/(π − 1) ≈ 1/(2d(π − 1))) and shown to shrink with width (γ vs width plot). The 1/D bias of
@@ -105,10 +106,13 @@ def write(report_dir, results, figures, meta: dict, coverage: list) -> list:
     (out / "table.tex").write_text(latex_table(results))
     n_fail = sum(not r.passed for _, r in results)
     covered = sum(c["check"] is not None for c in coverage)
+    caught = sum(bool(c.get("caught")) for c in coverage)
     lines = [f"# igbsym validation report ({meta['mode']})", "",
              f"device `{meta['device']}`, seed {meta['seed']}, torch {meta['torch']}, {meta['seconds']:.1f} s; "
              f"**{len(results) - n_fail}/{len(results)} comparisons pass**; {covered}/{len(coverage)} forms "
-             f"have a check.", "",
+             f"have a check, {caught}/{len(coverage)} with their mutations caught (tests/test_mutation.py).", "",
+             f"Union bound on the false-failure probability of this run: Σ alpha = "
+             f"{sum(r.alpha for _, r in results):.2g}.", "",
              "Per-comparison false-failure rate: z-tests |z| ≤ 5 (two-sided 5.7e-7), law tests p ≥ alpha.", "",
              "| " + " | ".join(COLUMNS) + " | check |", "|" + "---|" * (len(COLUMNS) + 1)]
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + f" | {check} |"

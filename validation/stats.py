@@ -52,6 +52,24 @@ def mean_se(x) -> Estimate:
     return Estimate(m, se, m - Z95 * se, m + Z95 * se, "mean", x.size)
 
 
+def delta_method(fn, columns) -> tuple:
+    """fn(means) and its delta-method SE from per-unit columns (the one delta-method helper of the checks).
+
+    columns: a list of k arrays of n i.i.d. units (paired); fn maps the k means to a scalar. The gradient is a
+    central difference with relative step 1e-6 (exact for the polynomial / rational statistics used here to
+    ≈1e-10 relative); SE = sqrt(∇fᵀ Σ ∇f / n) with Σ the unbiased covariance of the columns.
+    """
+    X = np.stack([_np(c).ravel() for c in columns], axis=1)
+    n, k = X.shape
+    if n < 2:
+        raise InputError(f"delta_method needs at least 2 units, got {n}")
+    m = X.mean(axis=0)
+    steps = np.abs(m) * 1e-6 + 1e-300
+    grad = np.array([(fn(m + e) - fn(m - e)) / (2 * h) for e, h in zip(np.diag(steps), steps)])
+    cov = np.cov(X, rowvar=False).reshape(k, k)
+    return float(fn(m)), float(np.sqrt(max(grad @ cov @ grad, 0.0) / n))
+
+
 def ratio_estimate(a, b, method: str = "delta", n_boot: int = 2000, seed: int = 0) -> Estimate:
     """mean(a)/mean(b) over paired i.i.d. units with a delta-method or bootstrap standard error."""
     a, b = _np(a).ravel(), _np(b).ravel()
@@ -119,4 +137,28 @@ def binned_chi2(samples, cdf, n_bins: int = 20) -> tuple:
     counts = np.histogram(u, bins=np.linspace(0, 1, n_bins + 1))[0]
     expected = n / n_bins
     stat = float(((counts - expected) ** 2 / expected).sum())
+    return stat, float(sps.chi2.sf(stat, n_bins - 1)), n_bins - 1
+
+
+def pdf_chi2(samples, pdf, n_bins: int = 30, lo: float = -math.inf, hi: float = math.inf, pad: float = 10.0,
+             nodes: int = 40) -> tuple:
+    """χ² of ``n_bins`` equal-count bins (edges at sample quantiles) with expected counts n·∫pdf over each bin
+    (Gauss-Legendre, ``nodes`` per bin): the density itself is tested (not a cdf). The outer edges are the sample
+    extremes moved out by ``pad`` sample standard deviations, clipped to the support [lo, hi]; the mass beyond
+    them is negligible against the per-bin count for the laws used here (stated by the caller).
+    Returns (statistic, p-value, dof = n_bins − 1); quantile edges cost no degree of freedom asymptotically."""
+    x = _np(samples).ravel()
+    n = x.size
+    if n < 5 * n_bins:
+        raise InputError(f"pdf_chi2 needs at least 5 samples per bin ({5 * n_bins}), got {n}")
+    edges = np.quantile(x, np.linspace(0, 1, n_bins + 1))
+    sd = x.std()
+    edges[0], edges[-1] = max(lo, edges[0] - pad * sd), min(hi, edges[-1] + pad * sd)
+    gx, gw = np.polynomial.legendre.leggauss(nodes)
+    a, b = edges[:-1, None], edges[1:, None]
+    probs = ((b - a)[:, 0] / 2) * (np.asarray(pdf((a + b) / 2 + (b - a) / 2 * gx), float) @ gw)
+    counts = np.histogram(x, bins=edges)[0]
+    if np.any(probs <= 0):
+        return math.inf, 0.0, n_bins - 1
+    stat = float(((counts - n * probs) ** 2 / (n * probs)).sum())
     return stat, float(sps.chi2.sf(stat, n_bins - 1)), n_bins - 1
