@@ -9,7 +9,6 @@ weights N(0, σ_w²/fan_in), no biases. Block order 'linear-first': F = Dense �
 """
 from __future__ import annotations
 
-import mpmath
 import numpy as np
 import sympy as sp
 
