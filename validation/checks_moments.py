@@ -16,18 +16,21 @@ import igbsym
 from igbsym.families.moments import ARCHITECTURES, sensitivity_ops
 from igbsym.residual import Residual, resnet_ops
 from igbsym.sensitivity import chi_path
-from igbsym.spec import Act
+from igbsym.spec import Act, mlp_ops
 
-from .checks import register_check, z_result
+from .checks import register_check, register_sizes, reusable, seed_for, size, z_result
 from .moments import at_two_widths, richardson
 
 BLOCKS = {"vanilla": Act, "bn_feedforward": Act, "resnet": Residual, "bn_resnet": Residual}
 
 
+register_sizes("moments", quick=dict(widths=(128, 256), inits=(32, 16), data=256, depth=6),
+               thorough=dict(widths=(256, 512), inits=(96, 48), data=512, depth=20))
+
+
 def _plan(ctx):
-    if ctx.quick:
-        return (128, 256), {128: 32, 256: 16}, 256, 6
-    return (256, 512), {256: 96, 512: 48}, 512, 20
+    widths, inits = size(ctx, "moments.widths"), size(ctx, "moments.inits")
+    return widths, dict(zip(widths, inits)), size(ctx, "moments.data"), size(ctx, "moments.depth")
 
 
 def _layer_index(architecture, depth):
@@ -36,102 +39,83 @@ def _layer_index(architecture, depth):
     return [k for k, op in enumerate(ops) if isinstance(op, BLOCKS[architecture])]
 
 
-def _profiles(ctx):
-    """{architecture: (runs at two widths, layer indices)} — the expensive part, shared by the checks below."""
-    widths, inits, n_data, depth = _plan(ctx)
-    out = {}
-    for k, arch in enumerate(ARCHITECTURES):
-        runs = at_two_widths(lambda w: _ops(arch, depth, w), widths, inits, n_data, ctx.seed + 1000 * (k + 1),
-                             r_eff=ctx.report_dir is not None)
-        out[arch] = (runs, _layer_index(arch, depth))
-    return out
-
-
 def _ops(arch, depth, width):
     if arch in ("resnet", "bn_resnet"):
         norm, order = ("none", "linear-first") if arch == "resnet" else ("batchnorm", "linear-last")
         return resnet_ops(depth, "relu", 1.0, norm, "pre", order, width=width)
-    from igbsym.spec import mlp_ops
     return mlp_ops(depth, "relu", "batchnorm" if arch == "bn_feedforward" else None, widths=(width,) * depth)
 
 
-_CACHE = {}
+@reusable
+def _profile(ctx, arch):
+    """Layer moments of one architecture at the two widths (the expensive, deterministic draw)."""
+    widths, inits, n_data, depth = _plan(ctx)
+    return at_two_widths(lambda w: _ops(arch, depth, w), widths, inits, n_data, seed_for(ctx, "moments", arch),
+                         r_eff=ctx.report_dir is not None)
 
 
-def _shared(ctx):
-    key = (ctx.mode, ctx.seed)
-    if key not in _CACHE:
-        _CACHE.clear()
-        _CACHE[key] = _profiles(ctx)
-    return _CACHE[key]
-
-
-@register_check("moments.sensitivity_vs_torch", forms=["moments.sensitivity"])
-def check_sensitivity(ctx):
-    """chi after layers 2 and L of the four architectures vs moments.sensitivity (forward-mode noise)."""
+@register_check("moments.profiles_vs_torch",
+                forms=["moments.sensitivity", "moments.centred_ratio", "moments.bn_feedforward_rate"])
+def check_profiles(ctx):
+    """Labatie's moments of four ReLU architectures measured with torch (jvp noise) vs the registered forms:
+    chi after layers 2 and L (moments.sensitivity); mu_2,c/mu_2 vs centred_ratio(gamma) with gamma from
+    depth.gamma / resnet.gamma (the bridge); the BN feedforward growth log(chi_L/chi_2)/(L - 2)."""
     widths, _, n_data, depth = _plan(ctx)
-    form, out = igbsym.get("moments.sensitivity"), []
-    for arch, (runs, idx) in _shared(ctx).items():
+    profiles = {arch: (_profile(ctx, arch), _layer_index(arch, depth)) for arch in ARCHITECTURES}
+    out = []
+    sens = igbsym.get("moments.sensitivity")
+    for arch, (runs, idx) in profiles.items():
         for layer in (2, depth):
-            pred = float(form.numpy(L=layer, architecture=arch, activation="relu"))
+            pred = float(sens.numpy(L=layer, architecture=arch, activation="relu"))
             est = richardson(*(runs[w][idx[layer - 1]].chi() for w in widths))
             out.append(z_result("moments.sensitivity", f"{arch}, layer {layer}", pred, est.value, est.se, est.n,
                                 ctx.seed, note=f"Richardson over widths {widths}, D = {n_data}"))
-    _figure(ctx)
-    return out
-
-
-@register_check("moments.centred_ratio_vs_torch", forms=["moments.centred_ratio"])
-def check_centred_ratio(ctx):
-    """mu_2,c/mu_2 measured vs centred_ratio(gamma) with gamma from depth.gamma / resnet.gamma (the bridge)."""
-    widths, _, n_data, depth = _plan(ctx)
-    form, out = igbsym.get("moments.centred_ratio"), []
+    ratio = igbsym.get("moments.centred_ratio")
     gammas = {"vanilla": lambda l: igbsym.get("depth.gamma").numpy(L=l, activation="relu"),
               "bn_resnet": lambda l: igbsym.get("resnet.gamma").numpy(L=l, activation="relu", norm="batchnorm",
                                                                      order="linear-last", alpha=1.0)}
-    profiles = _shared(ctx)
     for arch, gamma_of in gammas.items():
         runs, idx = profiles[arch]
         for layer in (1, depth):
-            pred = float(form.numpy(gamma=float(gamma_of(layer))))
+            pred = float(ratio.numpy(gamma=float(gamma_of(layer))))
             est = richardson(*(runs[w][idx[layer - 1]].centred_ratio() for w in widths))
             out.append(z_result("moments.centred_ratio", f"{arch}, layer {layer}", pred, est.value, est.se, est.n,
                                 ctx.seed, note="gamma of the layer's readout from the registered depth law"))
-    return out
-
-
-@register_check("moments.bn_feedforward_rate_vs_torch", forms=["moments.bn_feedforward_rate"])
-def check_bn_rate(ctx):
-    """Per-layer growth log(chi_{l+k}/chi_l)/k of a BN-ReLU feedforward net vs moments.bn_feedforward_rate."""
-    widths, _, n_data, depth = _plan(ctx)
-    runs, idx = _shared(ctx)["bn_feedforward"]
+    runs, idx = profiles["bn_feedforward"]
     lo, hi = 2, depth
     a, b = (richardson(*(runs[w][idx[l - 1]].chi() for w in widths)) for l in (lo, hi))
     est = (math.log(b.value) - math.log(a.value)) / (hi - lo)
     # the two layers share inits (positively correlated): adding variances over-states the SE (conservative)
     se = math.hypot(a.se / a.value, b.se / b.value) / (hi - lo)
     pred = float(igbsym.get("moments.bn_feedforward_rate").numpy(activation="relu"))
-    return [z_result("moments.bn_feedforward_rate", f"relu, layers {lo}..{hi}", pred, est, se, a.n, ctx.seed,
-                     note="log-ratio of Richardson-extrapolated chi; SE conservative (correlation ignored)")]
+    out.append(z_result("moments.bn_feedforward_rate", f"relu, layers {lo}..{hi}", pred, est, se, a.n, ctx.seed,
+                        note="log-ratio of Richardson-extrapolated chi; SE conservative (correlation ignored)"))
+    _figure(ctx, profiles)
+    return out
+
+
+@reusable
+def _recursion_slope(ctx, act, lo):
+    """log-log slope of the exact chi recursion of a BN ResNet between L = lo and 2 lo (deterministic)."""
+    form = igbsym.get("moments.sensitivity")
+    return math.log(form.numpy(L=2 * lo, architecture="bn_resnet", activation=act, a=0.2) /
+                    form.numpy(L=lo, architecture="bn_resnet", activation=act, a=0.2)) / math.log(2)
 
 
 @register_check("moments.bn_resnet_exponent_vs_recursion", forms=["moments.bn_resnet_exponent"])
 def check_bn_resnet_exponent(ctx):
     """The asymptotic exponent against the exact chi recursion (itself checked against torch above)."""
-    form, out = igbsym.get("moments.sensitivity"), []
+    out, lo = [], 2000
     for act in ("relu", "leaky_relu"):
-        lo, hi = 2000, 4000
-        slope = math.log(form.numpy(L=hi, architecture="bn_resnet", activation=act, a=0.2) /
-                         form.numpy(L=lo, architecture="bn_resnet", activation=act, a=0.2)) / math.log(2)
         pred = float(igbsym.get("moments.bn_resnet_exponent").numpy(activation=act, a=0.2))
-        out.append(z_result("moments.bn_resnet_exponent", f"{act}: log-slope of chi over L = 1e4..2e4", pred, slope,
-                            0.0, 1, ctx.seed, bias_bound=10 / lo,
+        out.append(z_result("moments.bn_resnet_exponent", f"{act}: log-slope of chi over L = {lo}..{2 * lo}", pred,
+                            _recursion_slope(ctx, act, lo), 0.0, 1, ctx.seed, bias_bound=10 / lo,
                             note="deterministic: slope(L, 2L) = beta + O(1/L) (log nu_L = p log L + c + O(1/L)); "
                                  "allowance 10/L"))
     return out
 
 
-def _figure(ctx):
+def _figure(ctx, profiles):
     if ctx.report_dir is None:
         return
     import matplotlib
@@ -139,7 +123,7 @@ def _figure(ctx):
     import matplotlib.pyplot as plt
     widths, _, n_data, depth = _plan(ctx)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for k, (arch, (runs, idx)) in enumerate(_shared(ctx).items()):
+    for k, (arch, (runs, idx)) in enumerate(profiles.items()):
         colour = f"C{k}"
         theory = chi_path(sensitivity_ops(depth, arch, "relu", 1.0, 0.01, math.sqrt(2)))
         layers = np.arange(1, depth + 1)

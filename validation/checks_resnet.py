@@ -12,7 +12,7 @@ from __future__ import annotations
 import igbsym
 from igbsym.residual import resnet_ops, trunk_states
 
-from .checks import register_check, z_result
+from .checks import register_check, register_sizes, reusable, seed_for, size, z_result
 from .moments import at_two_widths, richardson
 
 CASES = (  # (label, L, alpha, norm, order)
@@ -23,10 +23,21 @@ CASES = (  # (label, L, alpha, norm, order)
 )
 
 
+register_sizes("resnet", quick=dict(widths=(128, 256), inits=(32, 16), data=256),
+               thorough=dict(widths=(256, 512), inits=(96, 48), data=512))
+
+
 def _plan(ctx):
-    if ctx.quick:
-        return (128, 256), {128: 32, 256: 16}, 256
-    return (256, 512), {256: 96, 512: 48}, 512
+    widths = size(ctx, "resnet.widths")
+    return widths, dict(zip(widths, size(ctx, "resnet.inits"))), size(ctx, "resnet.data")
+
+
+@reusable
+def _runs(ctx, L, alpha, norm, order):
+    """Layer moments of a ReLU ResNet at the two widths (the expensive, deterministic draw)."""
+    widths, inits, n_data = _plan(ctx)
+    return at_two_widths(lambda w: resnet_ops(L, "relu", alpha, norm, "pre", order, width=w), widths, inits, n_data,
+                         seed_for(ctx, "resnet", L, str(alpha), norm, order))
 
 
 @register_check("resnet.gamma_vs_torch", forms=["resnet.gamma"])
@@ -34,12 +45,11 @@ def check_gamma(ctx):
     """gamma of a linear readout after L residual blocks vs torch residual MLPs (width-extrapolated)."""
     widths, inits, n_data = _plan(ctx)
     out = []
-    for k, (label, L, alpha, norm, order) in enumerate(CASES):
+    for label, L, alpha, norm, order in CASES:
         pred = float(igbsym.get("resnet.gamma").numpy(L=L, activation="relu", norm=norm, order=order, alpha=alpha))
-        runs = at_two_widths(lambda w: resnet_ops(L, "relu", alpha, norm, "pre", order, width=w), widths, inits,
-                             n_data, ctx.seed + 100 * k)
+        runs = _runs(ctx, L, alpha, norm, order)
         est = richardson(*(runs[w][-1].gamma(n_data) for w in widths))
-        out.append(z_result("resnet.gamma", label, pred, est.value, est.se, est.n, ctx.seed + 100 * k,
+        out.append(z_result("resnet.gamma", label, pred, est.value, est.se, est.n, ctx.seed,
                             note=f"Richardson over widths {widths}, D = {n_data}"))
     return out
 
@@ -49,14 +59,13 @@ def check_corr_map(ctx):
     """The shared fraction c after blocks 1 and 2 of a linear-first ReLU ResNet vs resnet.corr_map."""
     widths, inits, n_data = _plan(ctx)
     form, out = igbsym.get("resnet.corr_map"), []
-    for k, alpha in enumerate((1.0, 0.5)):
+    for alpha in (1.0, 0.5):
         states = trunk_states(resnet_ops(2, "relu", alpha))
-        runs = at_two_widths(lambda w: resnet_ops(2, "relu", alpha, width=w), widths, inits, n_data,
-                             ctx.seed + 50 + k)
+        runs = _runs(ctx, 2, alpha, "none", "linear-first")
         for block, prev in ((1, states[0]), (2, states[1])):
             pred = float(form.numpy(c=float(prev.c), m=float(prev.m / prev.q ** 0.5), activation="relu", alpha=alpha))
             est = richardson(*(runs[w][block].centred_ratio() for w in widths))
             out.append(z_result("resnet.corr_map", f"alpha={alpha}, block {block}: c = 1 - mu2c/mu2", pred,
-                                1 - est.value, est.se, est.n, ctx.seed + 50 + k,
+                                1 - est.value, est.se, est.n, ctx.seed,
                                 note="input state (c, m/sqrt(q)) of the block from the trunk recursion"))
     return out

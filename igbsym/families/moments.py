@@ -18,12 +18,13 @@ from .. import activations as acts
 from ..form import ClosedForm, NumericRoute, Param, Provenance
 from ..registry import get, register
 from ..residual import resnet_ops
+from .resnet import RANGE
 from ..sensitivity import chi_path
 from ..spec import HOMOGENEOUS, SIGMA_W, Act, mlp_ops
 
 LABATIE = "moments-well-behaved-vs-pathological.txt"
 ARCHITECTURES = ("vanilla", "bn_feedforward", "resnet", "bn_resnet")
-L_MAX = 100000
+L_MAX = 10000   # the recursion costs O(L)
 
 gamma_ = sp.Symbol("gamma", nonnegative=True)
 a_ = sp.Symbol("a", real=True)
@@ -85,7 +86,7 @@ register(ClosedForm(
     Provenance(LABATIE, "Sec. 3.1 (normalised sensitivity), Thms 2-3, Secs. 6-7",
                "chi^2 = (mu_2(dx_l)/mu_2(dx_0)) / (mu_2,c(x_l)/mu_2,c(x_0)); noise maps derived in "
                "derivations/moments.py (the paper's formulas are stripped in our copy)"),
-    builder=sensitivity_case))
+    builder=sensitivity_case, conditions=RANGE))
 
 
 def poincare_ratio(activation, a=a_):

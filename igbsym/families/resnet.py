@@ -9,7 +9,6 @@ weights N(0, σ_w²/fan_in), no biases. Block order 'linear-first': F = Dense �
 """
 from __future__ import annotations
 
-import mpmath
 import numpy as np
 import sympy as sp
 
@@ -21,7 +20,8 @@ from ..spec import HOMOGENEOUS, SIGMA_W, State
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 2          # nested closed form printed up to this depth for the homogeneous activations
-L_MAX = 100000
+L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
+SCALE_MAX = 10**30  # alpha, sigma_w <= 1e30 and sigma_w >= 1e-30: q_F = alpha^2 sigma_w^4 q/2 stays inside the double range
 
 alpha_ = sp.Symbol("alpha", nonnegative=True)
 a_ = sp.Symbol("a", real=True)
@@ -75,13 +75,17 @@ def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"
                         sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
 
 
+RANGE = (Condition(sp.Le(alpha_, SCALE_MAX), "alpha <= 1e30 (the double range of the NumPy route)"),
+         Condition(sp.And(sp.Le(sw_, SCALE_MAX), sp.Ge(sw_, sp.Rational(1, SCALE_MAX))),
+                   "1e-30 <= sigma_w <= 1e30 (the double range of the NumPy route)"))
+
 register(ClosedForm(
     "resnet.gamma", "gamma of a linear readout after L residual blocks x + alpha F(x) (infinite width, N(0, I) "
                     "data, Dense embedding, zero biases): the trunk's centred and shared second moments add.",
     (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW),
     Provenance(SOURCE, "Secs. 6-7 (residual nets; no formula in the seeds)",
                "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F"),
-    builder=gamma_case))
+    builder=gamma_case, conditions=RANGE))
 
 
 def corr_map_expr(activation):
@@ -101,4 +105,4 @@ register(ClosedForm(
     Provenance(SOURCE, "Sec. 6 (residual propagation; no formula in the seeds)",
                "new: derivations/resnet.py; homogeneity makes the map independent of q once m is in units of sqrt(q)"),
     builder=corr_map_expr,
-    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),)))
+    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),) + RANGE))
