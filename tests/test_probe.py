@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 from torch import nn
 
 from igbsym.errors import InputError
