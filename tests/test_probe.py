@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 from torch import nn
 
 from igbsym.errors import InputError
@@ -193,3 +193,33 @@ def test_quick_check_probe_equals_simulate_passes():
     from validation.checks_probe import check_equals_simulate
     results = check_equals_simulate(Context(mode="quick", seed=0))
     assert results and all(r.passed for r in results), [r.explain() for r in results]
+
+
+class _ItemGate(nn.Module):
+    """Data-dependent Python control flow (``.item()``): vmap cannot run it, the loop can."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 2)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y if y.sum().item() > -1e30 else -y
+
+
+def test_vmap_failure_falls_back_to_the_loop_and_says_why():
+    x = _blob((6,), 30)
+    r = probe(_ItemGate(), x, 3)
+    assert r.path == "loop" and "vmap failed" in r.path_note
+    ref = probe(_ItemGate(), x, 3, path="loop")
+    assert torch.equal(r.mu, ref.mu)
+
+
+def test_user_init_callable_seeded_per_init():
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+    init = lambda m: [nn.init.normal_(p, std=0.5) for p in m.parameters()]
+    x = _blob((6,), 30)
+    a, b = probe(model, x, 3, init=init, seed=2), probe(model, x, 3, init=init, seed=2)
+    assert torch.equal(a.mu, b.mu) and not torch.allclose(a.mu[0], a.mu[1])
+    with pytest.raises(InputError, match="not both"):
+        probe(lambda s: model, x, 3, init=init)

@@ -39,8 +39,8 @@ def _plan(ctx) -> dict:
     if ctx.quick:
         return dict(eq_inits=6, eq_data=300, widths=(128, 512), inits={128: 96, 512: 48}, data=1000,
                     app_inits=16, app_data=500)
-    return dict(eq_inits=16, eq_data=1797, widths=(128, 512, 1024), inits={128: 400, 512: 200, 1024: 100}, data=2000,
-                app_inits=64, app_data=1797)
+    return dict(eq_inits=16, eq_data=1797, widths=(128, 512), inits={128: 400, 512: 200}, data=1000,
+                app_inits=48, app_data=1797)
 
 
 @register_check("probe.mlp_equals_simulate", forms=[])

@@ -135,7 +135,7 @@ class ProbeResult:
                                                           if self.gamma_rb is not None and self.gamma_rb.se > 0 else ""),
                  f"regime: {self.regime}; mean over inits of the largest class fraction max_c G_c = "
                  f"{float(self.frac.max(1).values.mean()):.3f}",
-                 f"KS of G0 vs f_G0(gamma_hat): " + (f"D_n = {self.ks[0]:.4f}, p = {self.ks[1]:.3g}" if self.ks
+                 "KS of G0 vs f_G0(gamma_hat): " + (f"D_n = {self.ks[0]:.4f}, p = {self.ks[1]:.3g}" if self.ks
                                                      else "-") + f" ({self.ks_note})",
                  f"{self.n_inits} inits × {self.n_data} points, {self.n_classes} outputs, path {self.path} "
                  f"({self.path_note}), {self.device}, {self.seconds:.1f} s"]
