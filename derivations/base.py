@@ -101,7 +101,7 @@ class Derivation:
                 raise DerivationError(f"{name} {case} {split}: derived {derived} != registered {registered}")
         how = "simplify(derived - registered) == 0" + (f" on each of {cases}" if cases else "")
         self.proofs.append(Proof(name, "symbolic", how, case))
-        self.step(f"{name} {_case_text(case)}: symbolic proof", (symbol(form, **case), _shown(registered)))
+        self.step(f"{name} {_case_text(case)}".strip() + ": symbolic proof", (symbol(form, **case), _shown(registered)))
 
     def compare_registry(self, name: str, other: str, case: dict, other_case: dict, expected=None):
         """Check registered ``name`` (at ``case``) equals registered ``other`` (or ``expected``) and record it as a
@@ -191,10 +191,15 @@ def _align_row(text: str, expr) -> str:
         lhs, expr = expr
     if not isinstance(expr, sp.Expr) or len(text) > 60:
         return ""
-    body = to_latex(expr)
-    if len(body) + len(lhs) > 75:
+    body, why = to_latex(expr), prose(text).rstrip(":= ")
+    if len(body) + len(lhs) > 75 or _visible(lhs + body) + _visible(why) > 72:
         return ""
-    return "%s &%s %s && \\text{%s}" % (lhs, "=" if lhs else "", body, prose(text).rstrip(":= "))
+    return "%s &%s %s && \\text{%s}" % (lhs, "=" if lhs else "", body, why)
+
+
+def _visible(latex: str) -> int:
+    """A rough count of the characters LaTeX source prints (macros, braces, blanks dropped)."""
+    return len(re.sub(r"\\[A-Za-z]+|[{}$\s^_]", "", latex))
 
 
 def _align(rows: list) -> list:

@@ -179,7 +179,7 @@ def paper(name: str) -> str:
 
 # --- display forms ---------------------------------------------------------------------------------------------
 def keep_sqrt_2pi(expr):
-    """Rewrite √π (with the √2 that usually travels with it) as √(2π)/√2 so σ/√(2π) prints as a person writes it."""
+    """Rewrite √π (and the √2 that travels with it) as √(2π)/√2: σ/√(2π) prints as a person writes it."""
     return expr.subs({sp.pi ** sp.Rational(3, 2): sp.pi * SQRT_2PI / sp.sqrt(2), sp.sqrt(sp.pi): SQRT_2PI / sp.sqrt(2)})
 
 

@@ -40,10 +40,12 @@ _TOKEN = re.compile(r"""
   | (?P<abbr>\b(?:e\.g|i\.e|cf|vs|resp|etc|iid|iff|w\.r\.t)\.?(?![A-Za-z]))
   | (?P<code>(?:[\w-]+/)*[\w-]+\.(?:py|txt|tex|json)\b|[a-z][a-z_0-9]+(?:\.[A-Za-z_][A-Za-z_0-9]+)+|--[a-z][a-z-]+
               |[a-z]+=['"][^'"]*['"])
-  | (?P<ref>(?<=App\.\s)[A-H]\b(?!\.\d)|\b(?:[A-H]\.\d+(?:\.\d+)*)(?:-[A-H]?\.?\d+(?:\.\d+)*)?)        # App. E.1.2, Thm E.1, G.2-G.3
+  | (?P<ref>(?<=App\.\s)[A-H]\b(?!\.\d)                                # App. G
+           |\b(?:[A-H]\.\d+(?:\.\d+)*)(?:-[A-H]?\.?\d+(?:\.\d+)*)?)         # App. E.1.2, Thm E.1, G.2-G.3
   | (?P<cross>\d+x\d+\b)                                                 # 2x2
-  | (?P<num>\d+(?:\.\d+)?(?:e-?\d+)?)
-  | (?P<ident>[A-Za-z]+\d?(?![A-Za-z0-9])(?:_(?:\{[^{}]*\}|\([^()]*\)|[A-Za-z0-9]+|[+\-]))?(?:\^\([^()]*\))?(?:_(?:[A-Za-z0-9]+))?~?)
+  | (?P<num>\d+(?:\.\d+)?(?:e[-+]?\d+)?)
+  | (?P<ident>[A-Za-z]+\d?(?![A-Za-z0-9])(?:_(?:\{[^{}]*\}|\([^()]*\)|[A-Za-z0-9]+|[+\-]))?
+              (?:\^\([^()]*\))?(?:_(?:[A-Za-z0-9]+))?~?)
   | (?P<op><=|>=|!=|->|=d(?![A-Za-z])|==|\+-|\.\.|[=<>~+\-*/^|·×≈≤≥≠→∞±])
   | (?P<open>[(\[{])
   | (?P<close>[)\]}])
@@ -162,9 +164,13 @@ def math(text: str) -> str:
         elif kind in ("open", "close"):
             out.append({"{": r"\{", "}": r"\}"}.get(tok, tok))
         elif kind == "num":
-            m = re.fullmatch(r"(\d+(?:\.\d+)?)e(-?\d+)", tok)
-            out.append(("" if not m else "10^{%s}" % m.group(2) if m.group(1) == "1" else
-                        m.group(1) + r"\cdot 10^{%s}" % m.group(2)) or tok)
+            m = re.fullmatch(r"(\d+(?:\.\d+)?)e\+?(-?\d+)", tok)
+            if m and float(m.group(1)) == 0:
+                out.append("0")
+            elif m:
+                out.append(("10^{%s}" if m.group(1) == "1" else m.group(1) + r"\cdot 10^{%s}") % m.group(2))
+            else:
+                out.append(tok)
         elif kind == "cross":
             out.append(tok.replace("x", r"\times "))
         elif kind == "ref":
@@ -223,7 +229,8 @@ def prose(text: str) -> str:
         nxt = next((t for k, t in toks[i + 1:] if k != "ws"), None)
         nxt_raw = toks[i + 1][1] if i + 1 < len(toks) else None
         ok = kind in ("ws", "num", "op", "open", "close", "cross") or (
-            kind == "ident" and _is_math_ident(tok, nxt_raw if tok in ("N", "P", "O") else nxt)) or (kind == "other" and tok in UNICODE_MATH)
+            kind == "ident" and _is_math_ident(tok, nxt_raw if tok in ("N", "P", "O") else nxt)) or (
+            kind == "other" and tok in UNICODE_MATH)
         if kind == "other" and tok == "," and depth > 0:
             ok = True
         depth += kind == "open"
@@ -289,7 +296,8 @@ def _run(toks: list, flags: list) -> str:
             trail = piece.pop()[1] + trail
         body = "".join(t for _, t, _ in piece)
         strong = any(f[2][1] for f in piece) or (
-            any(k == "open" for k, _, _ in piece) and any(k == "ident" and t not in NOT_MATH_ALONE for k, t, _ in piece))
+            any(k == "open" for k, _, _ in piece)
+            and any(k == "ident" and t not in NOT_MATH_ALONE for k, t, _ in piece))
         single = len([p for p in piece if p[0] != "ws"]) == 1
         if not piece:
             out.append(escape(lead + trail))

@@ -186,7 +186,7 @@ def check_point(form, case: dict, point: dict, other: dict | None = None) -> Out
         return Outcome("numerical-error-on-double" if exists else "numerical-error", math.inf if exists else 0.0,
                        f"{numerical}; true value {mpmath.nstr(_as_mp_list(ref100)[0], 17)}"[:300])
     err = rel_error(value, ref100)
-    if err > getattr(getattr(form, "accuracy", None), "relative", 1e-12):
+    if err > form.accuracy.relative:
         return Outcome("inaccurate", err, f"numpy={value!r} mp={mpmath.nstr(_as_mp_list(ref100)[0], 17)}")
     if other is not None:
         second = other if in_domain(form, case, other) else point

@@ -59,30 +59,62 @@ KAPPA_AFTER = LAM_PLUS**ell * _projected(0, 1) + LAM_MINUS**ell * _projected(0, 
 C_AFTER = s2**2 * (LAM_PLUS**ell * _projected(1, 1) + LAM_MINUS**ell * _projected(1, -1) - 1)
 
 
+def _u(a):
+    """u = (1 + a^4)/(1 + a^2)^2 without overflow: u(a) = u(1/a), so evaluate at min(|a|, 1/|a|)."""
+    a = np.abs(np.asarray(a, float))
+    with np.errstate(divide="ignore"):
+        b = np.minimum(a, 1 / a)
+    return (1 + b**4) / (1 + b * b) ** 2
+
+
 def _eigen(w, a, kappa_w):
-    """lam_+, r = lam_-/lam_+ and sqrt(disc) in float64 (lam_+ >= 1 on the domain)."""
-    u = (1 + a**4) / (1 + a**2) ** 2
-    p, off, g, d = 2 * u * kappa_w / w, 3 * (w - 1) / w, 2 * u / w, (w - 1) / w
-    root = np.sqrt((p - d) ** 2 + 4 * off * g)
-    lam_p, lam_m = (p + d + root) / 2, (p + d - root) / 2
-    return p, off, g, d, lam_p, lam_m / lam_p, root, lam_m
+    """lam_+, r = lam_-/lam_+, sqrt(disc), lam_- and delta = lam_+ - 1 in float64 (lam_+ >= 1 on the domain).
+
+    lam_- = det/lam_+ with det = 2u(w-1)(kappa_w-3)/w² in factored form; delta from the characteristic polynomial
+    at 1 + delta, delta² + (2 - tr) delta + chi(1) = 0, chi(1) = [w(1-p) - 6u(w-1)]/w², in its stable root form, so
+    lam_+^L = exp(L log1p(delta)) keeps relative accuracy when lam_+ = 1 + 1e-20 and L = 1e30.
+    """
+    u = _u(a)
+    q = 2 * u / w
+    p, off, g, d = q * kappa_w, 3 * (w - 1) / w, q, (w - 1) / w
+    root = np.hypot(p - d, 2 * np.sqrt(off * g))
+    lam_p = p / 2 + d / 2 + root / 2
+    lam_m = q * (w - 1) * (kappa_w - 3) / w / lam_p
+    two_minus_tr = 1 / w - (p - 1)
+    chi1 = (1 - p) / w - 3 * q * (w - 1) / w
+    disc = np.sqrt(two_minus_tr**2 - 4 * chi1)
+    delta = np.where(two_minus_tr > 0, -2 * chi1 / (two_minus_tr + disc), (disc - two_minus_tr) / 2)
+    return p, off, g, d, lam_p, lam_m / lam_p, root, lam_m, delta
+
+
+def _matrix_kernel(w, a, kappa_w, sigma2):
+    p, off, g, d = (2 * _u(a) / w * kappa_w, 3 * (w - 1) / w, 2 * _u(a) / w, (w - 1) / w)
+    p, off, g, d, s2 = np.broadcast_arrays(p, off, g, d, np.asarray(sigma2, float))
+    zero, one = np.zeros(p.shape), np.ones(p.shape)
+    rows = [[p, off / s2 / s2, off], [g * s2 * s2, d, -s2 * s2 / w], [zero, zero, one]]
+    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
 
 
 def _after_kernel(row):
     """kappa_L (row 0) or c_L (row 1) as lam_+^L [(P_+ m0) + r^L (P_- m0)]: overflow gives inf, never inf - inf."""
     def kernel(L, w, a, kappa_w, kappa0, c0, sigma2):
-        p, off, g, d, lam_p, r, root, lam_m = _eigen(w, a, kappa_w)
+        p, off, g, d, lam_p, r, root, lam_m, delta = _eigen(w, a, kappa_w)
         e0 = 1 + c0 / sigma2**2
         first, second = (p * kappa0 + off * e0, kappa0) if row == 0 else (g * kappa0 + d * e0, e0)
         plus = (first - lam_m * second) / root
         minus = (lam_p * second - first) / root
-        value = lam_p**L * (plus + r**L * minus)
+        value = np.exp(L * np.log1p(delta)) * (plus + r**L * minus)
         return value if row == 0 else sigma2**2 * (value - 1)
     return kernel
 
 
+def _excess(n, kappa):
+    """kappa - (n-3)/(n-1) = (kappa - 1) + 2/(n-1) without the cancellation at kappa = 1 and large n."""
+    return (kappa - 1) + 2 / (n - 1)
+
+
 def _p_small_kernel(eps, n, kappa):
-    shape = n / (kappa - (n - 3) / (n - 1))
+    shape = n / _excess(n, kappa)
     return special.gammainc(shape, shape * eps)
 
 
@@ -101,14 +133,15 @@ INDEX = "Prop. 3.2 / Sec. 3 write Var W^(l) = 2/(w_l(a^2+1)); it is the fan-in w
 register(ClosedForm(
     "kurtosis.matrix", "Transition matrix A of Prop. 4.3: [kappa_(l+1), c_(l+1), 1] = A [kappa_l, c_l, 1].",
     (W, A, KAPPA_W, SIGMA2), Provenance(THESIS, "Prop. 4.3", f"{LEMMA42}; {INDEX}; {_HYPOTHESES}"),
-    expr=MATRIX, conditions=(_KW_COND,)))
+    expr=MATRIX, conditions=(_KW_COND,), kernel=_matrix_kernel))
 register(ClosedForm(
     "kurtosis.lambda_max", "Largest eigenvalue of A (Lemma 4.5): the per-layer growth factor of kappa_L.",
     (W, A, KAPPA_W, SIGMA2),
     Provenance(THESIS, "Lemma 4.5", "lambda_max > 1 for all w >= 2, any a, kappa_w >= 1 (proved via tr - det - 1 > 0); "
                                     "the only failure for w >= 1 is w = 1, a^2 = 1, kappa_w = 1 where it equals 1; "
                                     "independent of sigma2"),
-    expr=LAM_PLUS, conditions=(_KW_COND,)))
+    expr=LAM_PLUS, conditions=(_KW_COND,), kernel=lambda w, a, kappa_w, sigma2: _eigen(w, a, kappa_w)[4]
+    + 0 * np.asarray(sigma2, float)))
 register(ClosedForm(
     "kurtosis.after", "Output kurtosis kappa_L after L layers of constant width w (Prop. 4.3 iterated, eigen form).",
     (L, W, A, KAPPA_W, KAPPA0, C0, SIGMA2),
@@ -127,11 +160,13 @@ _IID = ("exact for n iid draws; the n outputs of ONE network share its weights a
 register(ClosedForm(
     "kurtosis.var_s2", "Var[S_n^2] of the unbiased sample variance of n iid draws with variance sigma2, kurtosis kappa.",
     (N, KAPPA, SIGMA2), Provenance(THESIS, "Sec. 5 (O'Neill 2014)", _IID),
-    expr=(kap - (n - 3) / (n - 1)) * s2**2 / n, conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),)))
+    expr=(kap - (n - 3) / (n - 1)) * s2**2 / n, conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),),
+    kernel=lambda n, kappa, sigma2: sigma2 * (sigma2 * (_excess(n, kappa) / n))))
 register(ClosedForm(
     "kurtosis.df", "Degrees of freedom DF_n = 2 sigma^4 / Var[S_n^2] of the moment-matched chi^2 law of S_n^2/sigma^2.",
     (N, KAPPA), Provenance(THESIS, "Sec. 5", "kappa = 3 gives DF_n = n - 1 (exact chi^2 for Gaussian draws)"),
-    expr=2 * n / (kap - (n - 3) / (n - 1)), conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),)))
+    expr=2 * n / (kap - (n - 3) / (n - 1)), conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),),
+    kernel=lambda n, kappa: 2 * n / _excess(n, kappa)))
 _SHAPE = n / (kap - (n - 3) / (n - 1))
 register(ClosedForm(
     "kurtosis.p_small_var", "P(S_n^2/sigma^2 < eps) under the Gamma(k = DF_n/2, theta = 2/DF_n) approximation.",
