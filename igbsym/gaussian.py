@@ -13,9 +13,8 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from .numerics import normal_nodes
+from .numerics import composite_gauss_legendre, normal_nodes
 
-_nodes = normal_nodes  # TEMPORARY for the merge: depth.py / spec.py still import it; delete once they import numerics
 
 ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
 
@@ -40,12 +39,10 @@ SPLIT_FROM = 8.0      # sigma above which split_expect integrates in x instead o
 def _x_nodes():
     """Composite 8-point Gauss–Legendre on x ∈ [−45, 45], panel <= 0.4 (poles of tanh/sigmoid at distance ≥ π/2),
     with an edge at 0 (the remainders of split_expect have a kink there)."""
-    edges = np.linspace(-X_MAX, X_MAX, 2 * int(np.ceil(X_MAX / 0.4)) + 1)
-    mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
-    return (mid[:, None] + half[:, None] * _GL_X).ravel(), (half[:, None] * _GL_W).ravel()
+    return composite_gauss_legendre(np.linspace(-X_MAX, X_MAX, 2 * int(np.ceil(X_MAX / 0.4)) + 1))
 
 
-_Z_FIXED = _nodes(0.05)
+_Z_FIXED = normal_nodes(0.05)
 _X_FIXED = _x_nodes()
 
 

@@ -27,7 +27,7 @@ import sympy as sp
 from . import activations as acts
 from .errors import InputError
 from .functions import MPMATH_MODULES, NUMPY_MODULES
-from .gaussian import _nodes
+from .numerics import normal_nodes as _nodes
 from .spec import HOMOGENEOUS, Act, BatchNorm, Dense, LayerNorm, MaxPool, RMSNorm, State, input_state
 
 

@@ -64,7 +64,7 @@ import sympy as sp
 from . import activations as acts
 from .errors import InputError, NumericalError
 from .functions import MPMATH_MODULES, NUMPY_MODULES
-from .gaussian import _nodes
+from .numerics import normal_nodes as _nodes
 
 SIGMA_W = math.sqrt(2.0)
 NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
