@@ -279,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alpha", type=float, default=None, help="residual branch scale (with --residual; default 1)")
     s.add_argument("--order", default="linear-first", choices=("linear-first", "linear-last"),
                    help="residual branch: Dense, [norm], phi (linear-first) or [norm], phi, Dense (linear-last)")
+    s.add_argument("--classes", type=int, default=None, help="C >= 2 output classes: add the multiclass summary")
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.set_defaults(func=cmd_predict)

@@ -8,7 +8,8 @@ from ``bn.gamma_canonical`` and max-pooling from ``maxpool.mean`` / ``maxpool.va
 The CLI (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w --json
 --plot``) builds the NetSpec and prints the Prediction. ``--residual --alpha A [--order linear-first|linear-last]``
 predicts a residual MLP instead (igbsym/residual.py: ``--depth`` blocks x + A·F(x)); γ is then given after every
-block (``resnet.gamma``).
+block (``resnet.gamma``). ``--classes C`` adds the multiclass summary of the output (IGB paper App. H;
+``multiclass.*``: class-fraction sd, dominant class, entropy, empty classes).
 """
 from __future__ import annotations
 
@@ -192,10 +193,25 @@ def plot(res: dict, path: str) -> None:
     plt.close(fig)
 
 
+def _multiclass_text(m: dict) -> str:
+    return (f"{m['classes']} classes (igbsym show multiclass.var): one class fraction G_c has mean {m['mean_fraction']:.4g}"
+            f" and sd {m['sd_fraction']:.4g}; E max_c G_c = {m['max_fraction']:.4g} (1/C = {m['max_fraction_uniform']:.4g}"
+            f" without IGB); E entropy = {m['entropy']:.4g} nats (max {m['entropy_max']:.4g}); with D = "
+            f"{m['dataset_size']} points P(a class gets none) = {m['p_empty']:.4g}, E empty classes = "
+            f"{m['expected_empty_classes']:.4g}; the paper's App. H construction gives E G_c = "
+            f"{m['paper_approx_mean']:.4g}")
+
+
 def run(args) -> None:
+    if args.classes is not None and (args.classes < 2):
+        raise InputError(f"predict: --classes {args.classes} is not allowed; allowed: an integer >= 2")
     res = predict(spec_from_args(args)).to_dict()
+    if args.classes is not None:
+        from .families.multiclass import multiclass_summary
+        res["multiclass"] = multiclass_summary(res["gamma"], args.classes)
     if args.plot:
         plot(res, args.plot)
-    print(json.dumps(res, indent=2) if args.json else _text(res))
+    text = _text(res) + ("\n" + _multiclass_text(res["multiclass"]) if args.classes is not None else "")
+    print(json.dumps(res, indent=2) if args.json else text)
     if args.plot and not args.json:
         print(f"wrote {args.plot}")

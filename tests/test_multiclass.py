@@ -183,3 +183,21 @@ def test_summary_is_consistent_with_the_forms():
     assert s["expected_empty_classes"] == pytest.approx(10 * s["p_empty"])
     assert 0.1 < s["max_fraction"] < 1 and 0 < s["entropy"] < s["entropy_max"] == pytest.approx(math.log(10))
     assert s["paper_approx_mean"] > s["mean_fraction"]     # the erratum, visible in the summary
+
+
+def test_predict_classes_reports_the_multiclass_summary_of_the_output_gamma():
+    """`igbsym predict --classes C` = multiclass_summary(gamma of the architecture, C)."""
+    import contextlib
+    import io
+    import json
+    from igbsym.cli import main
+    from igbsym.families.multiclass import multiclass_summary
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["predict", "--depth", "2", "--classes", "5", "--json"]) == 0
+    res = json.loads(buf.getvalue())
+    assert res["multiclass"] == multiclass_summary(res["gamma"], 5)
+    assert res["gamma"] == pytest.approx(float(igbsym.get("depth.gamma").numpy(L=2, activation="relu")), rel=1e-12)
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["predict", "--classes", "1"]) == 2
+    assert len(err.getvalue().strip().splitlines()) == 1

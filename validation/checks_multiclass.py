@@ -39,26 +39,7 @@ from .checks import law_result, register_check, z_result
 from .simulate import NetSpec, simulate
 from .stats import gamma_of, ks_test
 
-try:   # the checks helper's reuse / seeding / sizes API (validation/checks.py on the checks branch)
-    from .checks import reusable, seed_for, size, sizes
-except ImportError:    # pragma: no cover -- until that branch is merged: plain calls, same sizes table shape
-    import zlib
-
-    _SIZES = {}
-
-    def reusable(fn):
-        return fn
-
-    def seed_for(ctx, *salt):
-        return int(ctx.seed) * 1_000_003 + zlib.crc32("/".join(map(str, salt)).encode()) % 1_000_003
-
-    def sizes(module, quick, thorough):
-        for mode, table in (("quick", quick), ("thorough", thorough)):
-            for k, v in table.items():
-                _SIZES.setdefault(mode, {})[f"{module}.{k}"] = v
-
-    def size(ctx, key):
-        return _SIZES[ctx.mode][key]
+from .checks import register_sizes, reusable, seed_for, size
 
 get = igbsym.get
 Z = 5.0
@@ -66,7 +47,7 @@ ALPHA = math.erfc(Z / math.sqrt(2))
 ARCHS = {"relu1": dict(widths=(128,)), "pool": dict(widths=(192,), pool=4), "deep": dict(widths=(128, 128, 128))}
 
 
-sizes("checks_multiclass",
+register_sizes("checks_multiclass",
       quick={"plan": (("relu1", 3, 600, 400), ("relu1", 10, 600, 400), ("relu1", 100, 200, 300),
                       ("pool", 10, 400, 400), ("deep", 10, 400, 400))},
       thorough={"plan": tuple((a, c, 3000 if c < 100 else 1000, 1000 if c < 100 else 300)
