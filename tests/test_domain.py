@@ -203,15 +203,21 @@ def check_point(form, case: dict, point: dict, other: dict | None = None) -> Out
 
 
 # --- the test -----------------------------------------------------------------------------------------------------
-CASES = [(f.name, case) for f in igbsym.forms() for case in structural_cases(f)]
+def _param(form, case):
+    """Quadrature routes (mp at 100 digits costs seconds a point) run only outside CI (``-m slow``)."""
+    marks = [pytest.mark.slow] if not form.is_exact(**case) else []
+    return pytest.param(form.name, case, marks=marks, id=f"{form.name}{case or ''}")
+
+
+CASES = [_param(f, case) for f in igbsym.forms() for case in structural_cases(f)]
 
 
 def _examples() -> int:
-    """A fifth of the profile's examples per case (there are ~100 cases), at least 3."""
-    return max(3, settings().max_examples // 5)
+    """A twelfth of the profile's examples per case (there are ~150 cases), at least 2."""
+    return max(2, settings().max_examples // 12)
 
 
-@pytest.mark.parametrize("name,case", CASES, ids=[f"{n}{c or ''}" for n, c in CASES])
+@pytest.mark.parametrize("name,case", CASES)
 @settings(max_examples=_examples(), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(rnd=st.randoms(use_true_random=False))
 def test_every_point_of_the_declared_domain(name, case, rnd):
