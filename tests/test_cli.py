@@ -25,6 +25,13 @@ def test_list_json_lists_every_form_with_parameters_conditions_provenance(capsys
     assert pdf["conditions"] == ["0 < g < 1"] and "igb-initial-guessing-bias.txt" in pdf["provenance"]
 
 
+def test_families_stays_the_public_function_after_the_registry_loads():
+    """igbsym.families() is API; importing the igbsym.families subpackage must not rebind the name."""
+    import igbsym
+    igbsym.forms()
+    assert callable(igbsym.families) and "igb" in igbsym.families()
+
+
 def test_show_prints_expression_conditions_provenance_latex(capsys):
     code, out, _ = run(capsys, "show", "rectified.mean")
     assert code == 0 and "provenance" in out and "LaTeX" in out and "Phi" in out
