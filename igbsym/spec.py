@@ -175,8 +175,11 @@ class Dense(Op):
     def _map(self, s):
         return State(self.sigma_w**2 * s.q, s.c, s.e, 0 * s.m)
 
-    sym = numpy = mp = _map
+    sym = numpy = _map
     stage = "pre"
+
+    def mp(self, s):
+        return State(mpmath.mpf(self.sigma_w) ** 2 * s.q, s.c, s.e, 0 * s.m)
 
     def width(self, n):
         return self.width_

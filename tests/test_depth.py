@@ -7,7 +7,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from scipy import integrate, special
 
@@ -160,6 +160,17 @@ def test_numeric_route_vs_mpmath(act):
     assert got == pytest.approx(float(G.mp(20, L=2, activation=act, sigma_w=1.3)), rel=1e-11)
 
 
+@pytest.mark.parametrize("act,L", [("relu", 3000), ("srelu", 40), ("leaky_relu", 5)])
+@pytest.mark.parametrize("dps", [5, 15, 40])
+def test_mp_route_any_dps(act, L, dps):
+    """Issue 17: --dps gave ZeroDivisionError/InputError tracebacks; the mp route now carries 1 − c itself.
+    (Smooth activations at deep L: tests/test_spec.py::test_smooth_depth_vs_mpmath, slow.)"""
+    v = G.mp(dps, L=L, activation=act, sigma_w=1.0)
+    assert v > 0 and mpmath.isfinite(v)
+    if dps >= 15:    # rounding grows like L ulps of the working precision (dps = 5: a value, not an accurate one)
+        assert float(v) == pytest.approx(float(G.mp(30, L=L, activation=act, sigma_w=1.0)), rel=L * 10.0 ** (3 - dps))
+
+
 def test_bad_input():
     with pytest.raises(igbsym.InputError, match="L=0"):
         G.numpy(L=0, activation="relu")
@@ -173,9 +184,17 @@ def test_bad_input():
 
 @given(act=st.sampled_from(igbsym.activations.names()), L=st.integers(1, 25), norm=st.sampled_from(D.NORMS),
        pl=st.sampled_from(D.PLACEMENTS), a=st.floats(-2, 0.99), sw=st.floats(0.3, 3.0))
+@example(act="sigmoid", L=14, norm="none", pl="pre", a=0.01, sw=1.0)       # was -4.5e15 (1 - c cancelled)
+@example(act="sigmoid", L=16, norm="none", pl="pre", a=0.01, sw=math.sqrt(2))   # was inf
 def test_no_nan_and_nonnegative(act, L, norm, pl, a, sw):
-    g = float(G.numpy(L=L, activation=act, norm=norm, placement=pl, a=a, sigma_w=sw))
-    assert np.isfinite(g) and g >= -1e-12
+    """A finite γ >= 0, or NumericalError naming a documented range (q of the quadrature route, or γ beyond the
+    double range); never a wrong sign, NaN or inf."""
+    try:
+        g = float(G.numpy(L=L, activation=act, norm=norm, placement=pl, a=a, sigma_w=sw))
+    except igbsym.NumericalError as exc:
+        assert "quadrature route's range" in str(exc) or "exceeds the double range" in str(exc)
+        return
+    assert np.isfinite(g) and g >= 0
     if act in ("relu", "leaky_relu") and norm in ("none", "layernorm", "rmsnorm") and (norm == "none" or pl == "pre"
                                                                                       or norm == "rmsnorm"):
         assert g == pytest.approx(float(G.numpy(L=L, activation=act, a=a)), rel=1e-12)

@@ -4,6 +4,7 @@ previous nested closed form of depth.gamma; predict(spec) is depth.gamma; the sp
 Independent routes: the old (q, c) block map written out here from the papers' formulas (not from the ops), mpmath
 at 30 digits, SymPy evaluated at 40 digits, direct quadrature vs the Taylor series across its switch point."""
 import math
+from dataclasses import replace
 
 import mpmath
 import numpy as np
@@ -44,7 +45,8 @@ def test_closed_form_ops_agree_in_three_backends(op, q, c, m, gaussian):
     np_out = op.numpy(_state(np.float64(q), np.float64(c), np.float64(m), gaussian))
     with mpmath.workdps(30):
         mp_out = op.mp(S.State(mpmath.mpf(q), mpmath.mpf(c), 1 - mpmath.mpf(c), mpmath.mpf(m), gaussian))
-        sy = op.sym(S.State(sp.Float(q, 40), sp.Float(c, 40), 1 - sp.Float(c, 40), sp.Float(m, 40), gaussian))
+        exact = {f: sp.Float(v, 40) for f, v in vars(op).items() if isinstance(v, float)}   # the float's binary value
+        sy = replace(op, **exact).sym(S.State(sp.Float(q, 40), sp.Float(c, 40), 1 - sp.Float(c, 40), sp.Float(m, 40), gaussian))
         for name in ("q", "c", "e", "m"):
             a, b, ref = float(getattr(np_out, name)), getattr(mp_out, name), sp.N(getattr(sy, name), 30)
             assert abs(b - mpmath.mpf(str(ref))) <= mpmath.mpf(10) ** -25 * (1 + abs(b)), (name, b, ref)

@@ -19,6 +19,14 @@ E_μ[(E_ξ φ(μ + ξ))²] (the Gaussian integral over node centres), S = E[φ(u
 starting from (σ_w², 0) at the first hidden layer. For (leaky) ReLU P/S is the degree-1 arc-cosine map
 k_a(c) = c + (1 − a)²(√(1 − c²) − c·arccos c)/(π(1 + a²)), independent of q; it is registered as
 ``depth.corr_map`` and proved from the integral in derivations/depth.py.
+
+Implementation: each block is a sequence of ``igbsym.spec`` ops ([norm] Act [norm] Dense), and γ_L is the
+composition of the ops' maps (SymPy for the nested closed form at L <= 4, NumPy / mpmath for the numeric routes),
+the same ops that ``validation/simulate.py`` turns into torch layers. The numeric state carries 1 − c itself
+(never formed as a difference), so γ keeps its relative accuracy as c → 1; a NumericalError is raised where
+γ leaves the double range (1 − c < 1e-300) or q leaves the quadrature route's range (q <= 100), never a wrong
+sign or inf. The iteration stops at a fixed point of the block map (later layers repeat it), so any depth up
+to L_MAX is cheap. Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming setting).
 """
 from __future__ import annotations
 
