@@ -191,7 +191,7 @@ def _align_row(text: str, expr) -> str:
         lhs, expr = expr
     if not isinstance(expr, sp.Expr) or len(text) > 60:
         return ""
-    body, why = to_latex(expr), prose(text).rstrip(":= ")
+    body, why = to_latex(expr), re.sub(r"\s*(\$=\$|[:=])\s*$", "", prose(text))
     if len(body) + len(lhs) > 75 or _visible(lhs + body) + _visible(why) > 72:
         return ""
     return "%s &%s %s && \\text{%s}" % (lhs, "=" if lhs else "", body, why)
