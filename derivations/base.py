@@ -178,7 +178,8 @@ class Derivation:
 
 def _shown(registered):
     """The readable display of a registered expression, used only where SymPy confirms it is equal."""
-    if not isinstance(registered, sp.Expr) or sp.count_ops(registered) > 40:
+    if not isinstance(registered, sp.Expr) or sp.count_ops(registered) > 25 or registered.has(
+            sp.gamma, sp.Integral, sp.betainc_regularized, sp.Piecewise):
         return registered
     shown = tidy(registered)
     return shown if shown == registered or sp.expand(undisplay(shown) - registered) == 0 else registered
