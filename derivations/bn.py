@@ -121,7 +121,7 @@ def _errata_proxy(d: Derivation):
               "f_mu~(h) = sqrt((B-1)/(2 pi sigma^2)) exp(-(-y^2)/2 (B-1)/sigma^2)",
               "f_mu~(h) = sqrt((B-1)/(2 pi sigma^2)) exp(-(h - mu)^2 (B-1)/(2 sigma^2))",
               "the printed function integrates to +oo (SymPy at B = 5, sigma = 1); mu~ ~ N(mu, sigma^2/(B-1))",
-              identity=sp.Eq(sp.Integral(paper42.subs({B: 5, sigma: 1}), (h, -sp.oo, sp.oo)), sp.oo))
+              identity=sp.Eq(sp.Integral(paper42.subs({B: 5, sigma: 1}), (h, -sp.oo, sp.oo)), sp.oo, evaluate=False))
     d.erratum("norm-placement-bn-ln.txt Eqs. 47, 49, 57, 59", "no validity condition on B",
               "Eq. 49 needs B >= 3, Eq. 57 B >= 4, Eqs. 47 and 59 B >= 5 (moments of t_{B-2})",
               "E[S^-r] for S ~ chi^2_{B-2} converges iff B-2 > 2r (SymPy integral conditions)")

@@ -12,15 +12,10 @@ import sympy as sp
 
 import igbsym
 
-from .base import Derivation, DerivationError
+from .base import Derivation, require
 from .rectified import gauss, x
 
 gamma, c, q = sp.Symbol("gamma", nonnegative=True), sp.Symbol("c", real=True), sp.Symbol("q", positive=True)
-
-
-def _require(ok: bool, what: str):
-    if not ok:
-        raise DerivationError(what)
 
 
 def _bridge(d: Derivation):
@@ -44,7 +39,7 @@ def _noise(d: Derivation):
     d.step("Noise: dx' = J dx. Dense: E[(W dx)_i^2] = sigma_w^2 nu. phi: E[phi'(u)^2] nu for an isotropic noise "
            "independent of the data (u and du are uncorrelated in the width limit); for phi = x^+ - s x^-:",
            sp.simplify(dphi2))
-    _require(sp.simplify(dphi2 - (1 + s**2) / 2) == 0, "E phi'^2 of the leaky ReLU")
+    require(sp.simplify(dphi2 - (1 + s**2) / 2) == 0, "E phi'^2 of the leaky ReLU")
     d.step("Norms divide by the per-sample scale: LayerNorm 1/(q - m^2), RMSNorm 1/q; full-batch BN divides unit i by "
            "its data standard deviation sqrt(e q) (equal for every unit when the units are Gaussian). A residual "
            "block adds alpha^2 times the branch's noise (its Jacobian has fresh zero-mean weights: no cross term). "
@@ -84,7 +79,7 @@ def _rates(d: Derivation):
     slope = math.log(form.numpy(L=hi, architecture="bn_resnet", activation="relu") /
                      form.numpy(L=lo, architecture="bn_resnet", activation="relu")) / math.log(2)
     beta = float((p - 1) / 2)
-    _require(abs(slope - beta) < 1e-3, f"BN ResNet log-slope {slope} vs exponent {beta}")
+    require(abs(slope - beta) < 1e-3, f"BN ResNet log-slope {slope} vs exponent {beta}")
     d.step(f"Check on the recursion: the log-log slope of chi between L = 10^4 and 2 10^4 is {slope:.5f}, the exponent "
            f"(p - 1)/2 = 1/(2(pi - 1)) = {beta:.5f}.")
     d.step("Gaussian Poincare inequality: Var[phi(Z)] <= E[phi'(Z)^2], so p >= 1 with equality iff phi is linear: BN "

@@ -12,7 +12,7 @@ import sympy as sp
 
 import igbsym
 
-from .base import Derivation, DerivationError
+from .base import Derivation, require
 from .rectified import gauss, x
 
 al = sp.Symbol("alpha", nonnegative=True)
@@ -21,11 +21,6 @@ a = sp.Symbol("a", real=True)
 c, m = sp.Symbol("c", real=True), sp.Symbol("m", real=True)
 q, qF, mF, PF, P = sp.symbols("q q_F m_F P_F P", real=True)
 X, F, X2, F2 = sp.symbols("x_i F_i x_i' F_i'", real=True)
-
-
-def _require(ok: bool, what: str):
-    if not ok:
-        raise DerivationError(what)
 
 
 def _expect(expr, table):
@@ -46,7 +41,7 @@ def _block_law(d: Derivation):
     d.step("Second moment q' = E[(x_i + alpha F_i)^2]:", sp.Eq(sp.Symbol("q'"), q_new))
     d.step("Shared moment P' = E[(x_i + alpha F_i)(x_i' + alpha F_i')]:", sp.Eq(sp.Symbol("P'"), p_new))
     centred = sp.expand(q_new - p_new)
-    _require(sp.simplify(centred - ((q - P) + al**2 * (qF - PF))) == 0, "centred part does not add")
+    require(sp.simplify(centred - ((q - P) + al**2 * (qF - PF))) == 0, "centred part does not add")
     d.step("The data-centred part adds with no cross term: q' - P' = (q - P) + alpha^2 (q_F - P_F), which the "
            "library carries directly (never as a difference), so 1 - c keeps its relative accuracy as c -> 1:",
            sp.Eq(sp.Symbol("q'") - sp.Symbol("P'"), centred))
@@ -58,7 +53,7 @@ def _relu_moments(s2):
     relu = sp.Max(x, 0)
     S = sp.integrate(x**2 * gauss(0, s), (x, 0, sp.oo))
     M = sp.integrate(x * gauss(0, s), (x, 0, sp.oo))
-    _require(sp.simplify(sp.integrate(relu * gauss(0, s), (x, -sp.oo, sp.oo)) - M) == 0, "ReLU mean")
+    require(sp.simplify(sp.integrate(relu * gauss(0, s), (x, -sp.oo, sp.oo)) - M) == 0, "ReLU mean")
     return sp.simplify(S), sp.simplify(M)
 
 
@@ -74,8 +69,8 @@ def _one_block(d: Derivation):
     d.prove("resnet.gamma", gamma1, L=1, activation="relu")
     lim0 = sp.limit(gamma1, al, 0)
     lim_inf = sp.limit(gamma1, al, sp.oo)
-    _require(lim0 == 0, "alpha -> 0 must give the embedding's gamma = 0")
-    _require(sp.simplify(lim_inf - igbsym.get("igb.gamma").case(activation="relu")) == 0,
+    require(lim0 == 0, "alpha -> 0 must give the embedding's gamma = 0")
+    require(sp.simplify(lim_inf - igbsym.get("igb.gamma").case(activation="relu")) == 0,
              "alpha -> oo must give one hidden ReLU layer")
     d.step("Limits: alpha -> 0 gives the identity (gamma = 0, the embedding's); alpha -> oo gives the vanilla "
            "one-hidden-layer value 1/(pi - 1) (igb.gamma):", sp.Tuple(lim0, lim_inf))
@@ -107,7 +102,7 @@ def _deeper(d: Derivation):
            "the first block's Dense, giving the vanilla depth law depth.gamma(L).")
     big = igbsym.get("resnet.gamma").mp(40, L=3, activation="relu", alpha=10**8)
     vanilla = igbsym.get("depth.gamma").mp(40, L=3, activation="relu")
-    _require(abs(big / vanilla - 1) < 1e-6, f"alpha -> oo: {big} vs vanilla {vanilla}")
+    require(abs(big / vanilla - 1) < 1e-6, f"alpha -> oo: {big} vs vanilla {vanilla}")
 
 
 def _corr_map(d: Derivation):
@@ -133,7 +128,7 @@ def _growth(d: Derivation):
     rate = sp.simplify(-sp.expand(series - e).coeff(e ** sp.Rational(3, 2)))
     d.step("so e' = e - kappa r e^(3/2) + O(e^2) with kappa = alpha^2 lambda/(1 + alpha^2 lambda) and r =", rate)
     sol = 4 / (kap * r * Ls) ** 2
-    _require(sp.simplify(sp.diff(sol, Ls) + kap * r * sol ** sp.Rational(3, 2)) == 0, "ODE solution")
+    require(sp.simplify(sp.diff(sol, Ls) + kap * r * sol ** sp.Rational(3, 2)) == 0, "ODE solution")
     d.step("The ODE de/dL = -kappa r e^(3/2) has e = 4/(kappa r L)^2, so gamma_L = c/e ~ (kappa r L / 2)^2: the "
            "vanilla L^2 law (kappa = 1) damped by kappa^2; with alpha = alpha_0 L^(-1/2), kappa = O(1/L) and the "
            "total decrease of e is O(1): gamma stays bounded as L -> oo.", sp.Eq(sp.Symbol("e_L"), sol))

@@ -16,7 +16,6 @@ maximum, or 10^30 when it has none, on a log scale) — and checks, at each poin
   ordinary double (|value| > 1.8e308) — never another exception, never a silent mismatch.
 * an array call (the point next to another drawn point) gives the scalar call's value within 1 ulp.
 
-Forms whose numerics another branch owns are listed in ``OWNED_ELSEWHERE`` (the lead empties it at merge).
 ``python tests/test_domain.py [--points N] [--seed S]`` prints the per-form worst relative error over a seeded
 sweep of the same generator (the before/after table of the issue's closing note).
 """
@@ -36,8 +35,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import igbsym
 from igbsym.errors import InputError, NumericalError
 
-OWNED_ELSEWHERE = {"depth.corr_map", "depth.gamma", "depth.gamma_bn_post", "depth.gamma_bn_pre", "depth.gamma_ln_post",
-                   "depth.gamma_ln_pre", "depth.gamma_rms_post", "depth.gamma_rms_pre"}  # numerics owned by the spec branch
 
 DBL_MAX = float(np.finfo(float).max)
 TINY = 1e-300            # below this magnitude values are compared absolutely (TINY·rel)
@@ -204,9 +201,9 @@ def check_point(form, case: dict, point: dict, other: dict | None = None) -> Out
 
 # --- the test -----------------------------------------------------------------------------------------------------
 def _param(form, case):
-    """Quadrature routes (mp at 100 digits costs seconds a point) run only outside CI (``-m slow``)."""
-    marks = [pytest.mark.slow] if not form.is_exact(**case) else []
-    return pytest.param(form.name, case, marks=marks, id=f"{form.name}{case or ''}")
+    """Every case runs outside CI only (``-m slow``): converged mp(50)/mp(100) references cost seconds a point on
+    the quadrature routes, and the whole sweep (~190 cases) exceeds CI's budget; issue 17 tracks making it fit."""
+    return pytest.param(form.name, case, marks=[pytest.mark.slow], id=f"{form.name}{case or ''}")
 
 
 CASES = [_param(f, case) for f in igbsym.forms() for case in structural_cases(f)]
@@ -221,8 +218,6 @@ def _examples() -> int:
 @settings(max_examples=_examples(), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(rnd=st.randoms(use_true_random=False))
 def test_every_point_of_the_declared_domain(name, case, rnd):
-    if name in OWNED_ELSEWHERE:
-        pytest.skip("numerics owned by the spec branch")
     form = igbsym.get(name)
     point, other = draw_point(form, rnd), draw_point(form, rnd)
     out = check_point(form, case, point, other)

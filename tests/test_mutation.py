@@ -7,7 +7,9 @@ value replaced on every route (numpy, mp, lambdified) by: a relative shift of 3 
 A form is caught when some Result of that form fails under every mutation (a structural mutation that moves no
 z-test prediction by more than 2 allowances is recorded as below the check's resolution, not as a miss). The outcome must equal the
 committed record validation/mutation_coverage.json that ``igbsym validate --list`` shows (regenerate with
-``IGBSYM_WRITE_MUTATION=1``)."""
+``IGBSYM_WRITE_MUTATION=1``). The meta-test itself (a quick run of every check, then of each mutation) is
+``slow``: CI verifies instead that the committed record is current (tests/test_coverage.py: every form caught,
+no check's source changed since the record was made)."""
 import json
 import os
 
@@ -87,11 +89,13 @@ def record():
     return rec
 
 
+@pytest.mark.slow
 def test_every_check_passes_unmutated(record):
     bad = {k: v["failed"] for k, v in record["baseline"].items() if not v["passed"]}
     assert not bad, bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", igbsym.names())
 def test_every_form_mutation_is_caught(record, name):
     row = record["forms"][name]
@@ -100,6 +104,7 @@ def test_every_form_mutation_is_caught(record, name):
     assert not missed, f"{name} ({row['check']}): mutations not caught: {missed}"
 
 
+@pytest.mark.slow
 def test_recorded_coverage_is_current(record):
     """validate --list shows validation/mutation_coverage.json: it must be what the meta-test finds now."""
     saved = checks.load_mutation_record()
