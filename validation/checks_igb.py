@@ -22,6 +22,7 @@ from scipy import special
 from scipy import stats as sps
 
 import igbsym
+from igbsym.spec import SIGMA_W
 
 from .checks import (Context, law_result, register_check, register_sizes, reusable, seed_for, size,
                      z_result)
@@ -60,11 +61,11 @@ def sim(ctx, activation, a=0.01, d=None, n=None, inits=None, data=None, weight_l
                 ctx.device, weight_law, fresh)
 
 
-def gamma_inf(activation, a=0.01, sigma_w=1.0) -> float:
+def gamma_inf(activation, a=0.01, sigma_w=SIGMA_W) -> float:
     return float(igbsym.get("igb.gamma").numpy(activation=activation, sigma_w=sigma_w, a=a))
 
 
-def gamma_finite_d(activation, d, a=0.01, sigma_w=1.0, weight_law="normal", k=400) -> float:
+def gamma_finite_d(activation, d, a=0.01, sigma_w=SIGMA_W, weight_law="normal", k=400) -> float:
     """Exact E[m(s)²]/E[v(s)] for first-layer node norms s (finite input dim d; see module docstring)."""
     if weight_law == "rademacher" or activation in ("relu", "leaky_relu", "identity", "tanh", "erf"):
         return gamma_inf(activation, a, sigma_w)        # s constant, or m²/v independent of s

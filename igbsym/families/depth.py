@@ -252,7 +252,8 @@ def _corr_kernel(activation, c, a):
     t = np.arccos(np.clip(c, -1, 1))
     u = np.arccos(np.clip(-c, -1, 1))
     pos = c + r * (np.sin(t) - t * c) / np.pi
-    neg = c * (1 - r) + r * S.sin_minus_tcos(u) / np.pi
+    h = np.hypot(1.0, s)
+    neg = c * (2 * (s / h) / h) + r * S.sin_minus_tcos(u) / np.pi   # 1 − r = 2s/(1 + s²), no cancellation near r = 1
     return np.where(c >= 0, pos, neg)
 
 

@@ -15,6 +15,7 @@ from scipy import special
 from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv, ndtri_symmetric
+from ..spec import SIGMA_W as KAIMING
 from ..registry import get, register
 
 IGB = "igb-initial-guessing-bias.txt"
@@ -110,7 +111,8 @@ register(ClosedForm(
     limit=lambda gamma, q: 0 if gamma == 0 else (1 if gamma == mpmath.inf else None)))
 
 # --- gamma of one hidden layer ------------------------------------------------------------------------
-SIGMA_W = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in)", default=1.0)
+SIGMA_W = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the papers' "
+                "Kaiming setting (igbsym.spec.SIGMA_W, the one default of the library)", default=KAIMING)
 A_DEFAULT = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
 _sw, _a = sp.Symbol("sigma_w", positive=True), sp.Symbol("a", real=True)
 
