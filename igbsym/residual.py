@@ -175,10 +175,3 @@ def trunk_states(ops, backend="numpy") -> list:
             check_state(s, "resnet")
         out.append(s)
     return out
-
-
-def sym_gamma(L, activation, norm="none", placement="pre", order="linear-first"):
-    """γ of a linear readout after L blocks as a SymPy expression (closed-form activations)."""
-    al, a, sw = sp.Symbol("alpha", nonnegative=True), sp.Symbol("a", real=True), sp.Symbol("sigma_w", positive=True)
-    s = trunk_states(resnet_ops(L, activation, al, norm, placement, order, a, sw), "sympy")[-1]
-    return s.c / s.e

@@ -19,7 +19,7 @@ from ..residual import BLOCKS, NORMS, resnet_ops, residual_block, trunk_states
 from ..spec import HOMOGENEOUS, SIGMA_W, State
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
-L_EXACT = 2          # nested closed form printed up to this depth for the homogeneous activations
+L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
 L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
 SCALE_MAX = 10**30  # alpha, sigma_w <= 1e30 and sigma_w >= 1e-30: q_F = alpha^2 sigma_w^4 q/2 stays inside the double range
 
@@ -64,9 +64,10 @@ def _gamma_mp(L, activation, norm, placement, order):
 
 
 def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"):
-    """Exact nested form for closed-form activations and L <= L_EXACT; else the composed numeric route."""
+    """Exact form for closed-form activations, no norm and L <= L_EXACT; else the composed numeric route (the
+    SymPy backend of the same maps gives any nested case on demand: trunk_states(resnet_ops(...), 'sympy'))."""
     closed = activation in HOMOGENEOUS or activation == "srelu"
-    if closed and L <= L_EXACT and norm != "batchnorm":
+    if closed and L <= L_EXACT and norm == "none":
         s = trunk_states(resnet_ops(L, activation, alpha_, norm, placement, order, a_, sw_), "sympy")[-1]
         return sp.simplify(s.c / s.e)
     return NumericRoute(_gamma_np(L, activation, norm, placement, order),
