@@ -132,16 +132,20 @@ def cmd_list(args):
 def cmd_show(args):
     f = registry.get(args.name)
     d = f.describe()
-    print(f"{f.signature()}\n{f.summary}\n")
+    try:
+        latex = f.latex()
+    except InputError:   # structural forms print one equation per case: say how to get one
+        latex = "per case: igbsym latex " + f.name + " " + " ".join(f"{p.name}=..." for p in f.structural_params)
+    lines = [f"{f.signature()}\n{f.summary}\n"]
     for p in d["parameters"]:
         default = f" (default {p['default']})" if "default" in p else ""
-        print(f"  {p['name']}: {p['allowed']}{default} — {p['doc']}")
-    for c in d["conditions"]:
-        print(f"  condition: {c}")
-    print(f"\nprovenance: {d['provenance']}")
+        lines.append(f"  {p['name']}: {p['allowed']}{default} — {p['doc']}")
+    lines += [f"  condition: {c}" for c in d["conditions"]]
+    lines += [f"  accuracy: {f.accuracy}", f"  domain: {f.domain_text()}", f"\nprovenance: {d['provenance']}"]
     if f.expr is not None:
-        print(f"\nexpression: {f.expr}")
-    print(f"\nLaTeX: {f.latex()}")
+        lines.append(f"\nexpression: {f.expr}")
+    lines.append(f"\nLaTeX: {latex}")
+    print("\n".join(lines))
 
 
 def cmd_eval(args):
@@ -177,8 +181,7 @@ LATEX_USAGE = "igbsym latex NAME [key=value ...], or igbsym latex --all [-o FILE
 
 def cmd_latex(args):
     if args.errata:
-        from derivations.base import write_errata
-        return write_errata(args)
+        return dispatch("derivations.base:write_errata")(args)
     if args.standalone:
         from .latex import write_standalone
         form = registry.get(args.name) if args.name else None
@@ -198,8 +201,9 @@ def cmd_latex(args):
         raise InputError(f"latex: give a form NAME or --all; allowed: {LATEX_USAGE}")
     form = registry.get(args.name)
     structural = _parse_assignments(form, args.assignments)
+    equation = form.latex(**structural)
     print(" ".join(["%", form.name, *args.assignments]))  # the registry name as a LaTeX comment label
-    print(form.latex(**structural))
+    print(equation)
 
 
 def cmd_predict(args):

@@ -107,6 +107,8 @@ class Param:
                 raise InputError(f"{form}: {self.name}={value!r} is not allowed{hint}; allowed: {self.allowed()}")
             return value
         if self.kind == "integer":
+            if self.allow_inf and not isinstance(value, (bool, np.bool_)) and float(value) == float("inf"):
+                return value
             if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
                 raise InputError(f"{form}: {self.name}={value!r} is not {self.allowed()}")
             value = int(value)

@@ -146,7 +146,7 @@ NOTATION = {
     "moments.centred_ratio": N(r"\frac{\mu_{2,c}}{\mu_2}(\gamma)"),
     "moments.sensitivity": N(r"\chi_{<L>}^{<architecture>}(<activation>)"),
     "multiclass.cdf": N(r"F_{G_c}(g; \gamma, C)"),
-    "multiclass.entropy": N(_E + r"\left[H(G_1, \dots, G_C)\right]"),
+    "multiclass.entropy": N(_E + r"\left[H(G_1, \ldots, G_C)\right]"),
     "multiclass.max_fraction": N(_E + r"\left[G_{(1)}\right]"),
     "multiclass.max_fraction_cdf": N(r"F_{G_{(1)}}(g; \gamma, C)"),
     "multiclass.mean": N(_E + r"\left[G_c\right]"),

@@ -34,7 +34,7 @@ def test_mlp_through_probe_equals_simulate():
     assert torch.allclose(res.mu, sim.mu, rtol=1e-4, atol=1e-6)
     assert torch.allclose(res.var, sim.var, rtol=1e-4, atol=1e-6)
     assert torch.allclose(res.frac, sim.frac, atol=1.5 / 300)       # at most one argmax near-tie flip
-    act = [l for l in res.layers if l.kind == "_Act"][-1]
+    act = [l for l in res.layers if l.kind == "Activation"][-1]
     assert torch.allclose(act.mean, sim.layers[-1]["act"].mean, rtol=1e-4, atol=1e-6)
     assert res.estimator == "rao-blackwell" and res.path == "vmap"
 

@@ -23,6 +23,7 @@ bad combination (e.g. batchnorm without bn_batch) is reported before any work is
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import tomllib
@@ -30,13 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from igbsym.errors import InputError
+from igbsym.spec import SIGMA_W
 
 from .simulate import ACTIVATIONS, DATA_LAWS, WEIGHT_LAWS, NetSpec
 
 NORM_NAMES = ("none", "batchnorm", "layernorm", "rmsnorm")
 RUN_KEYS = {"seed": 0, "inits": 64, "chunk": 16}
 DEFAULTS = {"width": 64, "depth": 1, "n_data": 1024, "data_law": "gaussian", "fresh_data": False,
-            "estimator": "moment", "activation": "relu", "a": 0.01, "weight_law": "normal", "sigma_w": 1.0,
+            "estimator": "moment", "activation": "relu", "a": 0.01, "weight_law": "normal", "sigma_w": SIGMA_W,
             "norm": "none", "placement": "pre", "n_classes": 2}
 
 
@@ -113,6 +115,9 @@ def _check(path, where, key, value, kinds):
 def _spec(config: dict) -> NetSpec:
     widths = config.get("widths") or [config["width"]] * config["depth"]
     pool = config.get("pool")
+    if config["norm"] == "batchnorm" and config.get("bn_batch") is None:
+        raise InputError("NetSpec: batchnorm needs an integer bn_batch >= 2 (the simulation normalises over "
+                         "mini-batches of that many data points)")
     return NetSpec(d_in=config.get("d_in", widths[0]), widths=tuple(widths), activation=config["activation"],
                    a=float(config["a"]), weight_law=config["weight_law"], sigma_w=float(config["sigma_w"]),
                    pool=None if pool in (None, 1) else pool,
@@ -132,10 +137,13 @@ def canonical(config: dict) -> dict:
     return out
 
 
+NETSPEC_KEYS = tuple(inspect.signature(NetSpec).parameters)
+
+
 def spec_of(config: dict) -> NetSpec:
     """The NetSpec of a canonical config (as stored in the result store)."""
     return NetSpec(**{k: (tuple(v) if k == "widths" else v) for k, v in config.items()
-                      if k in NetSpec.__dataclass_fields__})
+                      if k in NETSPEC_KEYS})
 
 
 def load(path, inits: int | None = None, mode: str = "quick") -> Grid:

@@ -71,13 +71,13 @@ def prediction(config) -> tuple:
     """(γ after each hidden layer, the forms used) from the registered forms, or (None, reason)."""
     if config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None:
         return None, "no registered form for non-Gaussian weights/data or a custom srelu shift"
-    from igbsym.predict import predict
+    from igbsym.predict import predict, spec_from_args
     args = SimpleNamespace(activation=config["activation"], depth=len(config["widths"]),
                            norm=config["norm"] or "none", placement=config["placement"], pool=config["pool"],
                            batch_size=config["bn_batch"] if config["norm"] == "batchnorm" else None,
                            a=config["a"], sigma_w=config["sigma_w"])
     try:
-        res = predict(args)
+        res = predict(spec_from_args(args)).to_dict()
     except InputError as exc:
         return None, str(exc)
     forms = "maxpool.gamma" if (config["pool"] or 1) > 1 else "depth.gamma" + (
