@@ -208,7 +208,7 @@ def _power(d: Derivation):
     d.step("Cayley-Hamilton (M - lambda_+)(M - lambda_-) = 0 and P_+ + P_- = I, so v(L) = lambda_+^L P_+ m0 + "
            "lambda_-^L P_- m0 satisfies v(0) = m0 and v(L+1) = M v(L) (induction on L): v(L) = M^L m0.")
     plus, minus = Pp * m0, Pm * m0
-    registered = [(K._projected(r, 1), K._projected(r, -1)) for r in (0, 1)]
+    registered = [(K.projected(r, 1), K.projected(r, -1)) for r in (0, 1)]
     for r in (0, 1):
         require(sp.simplify(plus[r] - registered[r][0]) == 0 and sp.simplify(minus[r] - registered[r][1]) == 0)
     d.step("The coefficients of lambda_+^L and lambda_-^L, P_+- m0, simplify to the registered ones (checked row by "

@@ -330,8 +330,8 @@ def check_g0_law(ctx) -> list:
                                    f"finite-d gamma_d moves the G0 law by KS distance <= {ks_gap:.3f}"))
         frac = float(((g0 == 0) | (g0 == 1)).mean())
         exact = float(get("maxpool.extreme_mass").numpy(k=k, activation=act, D=n_data, rule="binomial"))
-        ref = float(fam._mass_binomial(gamma_infinite_d(k, act), n_data))
-        bias_d = max(abs(float(fam._mass_binomial(g, n_data)) - ref) for g in (lo, hi))
+        ref = float(fam.mass_binomial(gamma_infinite_d(k, act), n_data))
+        bias_d = max(abs(float(fam.mass_binomial(g, n_data)) - ref) for g in (lo, hi))
         se = math.sqrt(exact * (1 - exact) / inits)
         thr = float(get("maxpool.extreme_mass").numpy(k=k, activation=act, D=n_data, rule="threshold"))
         out.append(z_result("maxpool.extreme_mass", f"P(G0_hat in {{0,1}}), binomial rule: {label}", exact, frac, se,

@@ -47,7 +47,7 @@ LAM_MINUS = (TRACE - sp.sqrt(DISC)) / 2
 E0 = 1 + c0 / s2**2                           # raw fourth cross-moment E[x_i^2 x_j^2]/sigma2^2
 
 
-def _projected(row: int, sign: int):
+def projected(row: int, sign: int):
     """Row ``row`` of P_(sign) m_0, P_+ = (M - lam_- I)/(lam_+ - lam_-), P_- = (lam_+ I - M)/(lam_+ - lam_-)."""
     lam_other = LAM_MINUS if sign > 0 else LAM_PLUS
     m_row = [(P11, OFF), (G21, D22)][row]
@@ -55,8 +55,8 @@ def _projected(row: int, sign: int):
     return sign * (m_row[0] * k0 + m_row[1] * E0 - lam_other * diag) / sp.sqrt(DISC)
 
 
-KAPPA_AFTER = LAM_PLUS**ell * _projected(0, 1) + LAM_MINUS**ell * _projected(0, -1)
-C_AFTER = s2**2 * (LAM_PLUS**ell * _projected(1, 1) + LAM_MINUS**ell * _projected(1, -1) - 1)
+KAPPA_AFTER = LAM_PLUS**ell * projected(0, 1) + LAM_MINUS**ell * projected(0, -1)
+C_AFTER = s2**2 * (LAM_PLUS**ell * projected(1, 1) + LAM_MINUS**ell * projected(1, -1) - 1)
 
 
 def _u(a):

@@ -334,7 +334,7 @@ RULES = ("threshold", "binomial")
 H_TRAP, T_TRAP = 0.2, np.arange(-6.0, 45.0 + 0.1, 0.2)
 
 
-def _mass_binomial(gamma, dd):
+def mass_binomial(gamma, dd):
     """2 E_z[Φ(√γ z)^D] = 2 E[Φ(-M_D/√γ)] (M_D: max of D iid N(0, 1)); trapezoid in the Gumbel variable of M_D."""
     gamma, dd = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(dd, float))
     shape, gamma, dd = gamma.shape, gamma.ravel(), dd.ravel()
@@ -352,7 +352,7 @@ def _mass_route(rule: str, activation: str) -> NumericRoute:
         mean, var = unit_moments(activation, k)
         gamma = mean**2 / var
         if rule == "binomial":
-            return _mass_binomial(gamma, D)
+            return mass_binomial(gamma, D)
         return 2 * special.ndtr(special.ndtri(1 / D) / np.sqrt(gamma))
 
     def mp_route(k, D):
