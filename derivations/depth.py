@@ -349,7 +349,7 @@ def _appendix_f_sweep(d: Derivation):
            "at 0). The printed atom Phi(mu/sigma) gives total mass Phi(mu/sigma) + (1 - Phi(-mu/sigma)) =",
            total_as_printed)
     d.erratum("norm-placement-bn-ln.txt App. F.1, Eqs. 120-121",
-              "f_Y(y) = Phi(mu/sigma) delta(y) + Theta(y) N(y; mu, sigma^2) (and Phi((mu/alpha)/(sigma/alpha)) in "
+              "f_Y(y) = Phi(mu/sigma) delta(y) + 1[y > 0] N(y; mu, sigma^2) (and Phi((mu/alpha)/(sigma/alpha)) in "
               "Eq. 121)",
               "the atom is Phi(-mu/sigma) = P(N(mu, sigma^2) <= 0); as printed the law has total mass 1 + erf(mu/"
               "(sqrt 2 sigma)) != 1 unless mu = 0 (Eqs. 102-103, 131 with mu = 0 are right)",

@@ -19,8 +19,8 @@ gamma, c, q = sp.Symbol("gamma", nonnegative=True), sp.Symbol("c", real=True), s
 
 
 def _bridge(d: Derivation):
-    d.step("Feature vector of a layer, unit i, data point x, weights Theta: mu_2 = E[x_i^2] = q; centred over the data "
-           "(given Theta): mu_2,c = E[Var_x x_i] = E[x_i^2] - E[(E_x x_i)^2] = q - c q, because for two independent "
+    d.step("Feature vector of a layer, unit i, data point x, weights W: mu_2 = E[x_i^2] = q; centred over the data "
+           "(given W): mu_2,c = E[Var_x x_i] = E[x_i^2] - E[(E_x x_i)^2] = q - c q, because for two independent "
            "data points E[x_i(x) x_i(x')] = E[(E_x x_i)^2] = c q.")
     ratio = (q - c * q) / q
     d.step("A linear readout O = v . x / sqrt(n) of the layer has Var_W(mu_O) = sigma_v^2 c q and E Var_chi(O) = "
