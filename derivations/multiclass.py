@@ -157,7 +157,7 @@ def _paper(d: Derivation):
     d.step("C = 2: the other maximum is the single other mean, so the construction is exact there (= igb.cdf).")
     grid = np.linspace(0.0005, 0.9995, 1000)
     mean_paper = 1 - float(np.mean(igbsym.get("multiclass.paper_approx").numpy(g=grid, gamma=1.0, C=10)))
-    d.erratum("IGB paper App. H, Eqs. 189-192",
+    d.erratum("igb-initial-guessing-bias.txt App. H, Eqs. 189-192",
               "class c is compared with the largest of the other C-1 means only (G_c ~ Phi((mu_c - mu_max)/sqrt(2 "
               "V_chi))), as the law of G_c",
               "G_c = int phi(z) prod_{c' != c} Phi(z + u_c - u_c') dz; the construction ignores the other C-2 classes, "

@@ -98,14 +98,18 @@ def _step(C: int) -> float:
 
 # ============================================================================ bivariate normal (Owen's T)
 def bvn_cdf(a, b, rho):
-    """Phi_2(a, b; rho) = P(X <= a, Y <= b), corr(X, Y) = rho in (-1, 1), by Owen's T (vectorised)."""
+    """Phi_2(a, b; rho) = P(X <= a, Y <= b), corr(X, Y) = rho in (-1, 1), by Owen's T (vectorised):
+    ½Φ(a) + ½Φ(b) − T(a, (b − ρa)/(a r)) − T(b, (a − ρb)/(b r)) − β, r = √(1 − ρ²), β = ½ if a, b have opposite
+    signs (or one is 0 and a + b < 0). At a = 0 the first T is its limit sign(b − ρa)/4 (likewise at b = 0); signs,
+    not products, decide β (a·b underflows for tiny arguments)."""
     a, b, rho = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float), np.asarray(rho, float))
     r = np.sqrt((1 - rho) * (1 + rho))
-    a0 = np.where(a == 0, 1e-300, a)
-    b0 = np.where(b == 0, 1e-300, b)
-    beta = np.where((a0 * b0 < 0), 0.5, 0.0)
-    out = (0.5 * (special.ndtr(a) + special.ndtr(b)) - special.owens_t(a0, (b - rho * a) / (a0 * r))
-           - special.owens_t(b0, (a - rho * b) / (b0 * r)) - beta)
+    sa, sb = np.sign(a), np.sign(b)
+    beta = np.where((sa * sb < 0) | ((sa * sb == 0) & (a + b < 0)), 0.5, 0.0)
+    with np.errstate(all="ignore"):
+        ta = np.where(a == 0, np.sign(b - rho * a) / 4, special.owens_t(a, (b - rho * a) / (a * r)))
+        tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a - rho * b) / (b * r)))
+    out = 0.5 * (special.ndtr(a) + special.ndtr(b)) - ta - tb - beta
     return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)   # the orthant (Sheppard)
 
 
