@@ -27,6 +27,8 @@ def few():
 @example(a=0.0, b=1e-300, rho=0.0)        # a = 0: T's limit, not T(1e-300, 1) (found by a fresh Hypothesis)
 @example(a=1e-300, b=-1e-300, rho=0.3)    # a·b underflows: the signs decide beta
 @example(a=5e-324, b=2.0, rho=0.9)
+@example(a=5e-324, b=5e-324, rho=0.5)            # a·r rounds in the subnormal range
+@example(a=0.0, b=2.2250738585e-313, rho=0.25)   # subnormal b: rho·b/b loses digits (found by a fresh Hypothesis)
 def test_owen_t_bivariate_normal_matches_drezner_integral(a, b, rho):
     with mpmath.workdps(30):
         ref = float(fam.mp_bvn_cdf(mpmath.mpf(a), mpmath.mpf(b), mpmath.mpf(rho)))

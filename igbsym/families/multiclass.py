@@ -107,8 +107,9 @@ def bvn_cdf(a, b, rho):
     sa, sb = np.sign(a), np.sign(b)
     beta = np.where((sa * sb < 0) | ((sa * sb == 0) & (a + b < 0)), 0.5, 0.0)
     with np.errstate(all="ignore"):
-        ta = np.where(a == 0, np.sign(b - rho * a) / 4, special.owens_t(a, (b - rho * a) / (a * r)))
-        tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a - rho * b) / (b * r)))
+        # (b − ρa)/(a r) as (b/a − ρ)/r: a subnormal a carries few digits, and ρa or a·r would pass its rounding on
+        ta = np.where(a == 0, np.sign(b - rho * a) / 4, special.owens_t(a, (b / a - rho) / r))
+        tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a / b - rho) / r))
     out = 0.5 * (special.ndtr(a) + special.ndtr(b)) - ta - tb - beta
     return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)   # the orthant (Sheppard)
 
