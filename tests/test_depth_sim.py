@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 import igbsym
 from validation.checks import Context
-from validation.checks_depth import BN_BATCH, _compare, _plan, _run_config, ratio
+from validation.checks_depth import BN_BATCH, compare_widths, plan, ratio, run_config
 
 PLACEMENTS = [("none", "pre"), ("layernorm", "pre"), ("layernorm", "post"), ("rmsnorm", "pre"),
               ("rmsnorm", "post"), ("batchnorm", "post")]
@@ -30,10 +30,10 @@ def test_gamma_per_layer_matches_torch(activation, placement, depth, seed):
     except igbsym.InputError:
         assume(False)  # a documented unsupported combination (e.g. finite-B BatchNorm with a non-ReLU activation)
     ctx = Context(mode="quick", seed=seed)
-    widths = _plan(ctx)[0]
-    sims = _run_config(ctx, "hypothesis", kw, depth, seed)
+    widths = plan(ctx)[0]
+    sims = run_config(ctx, "hypothesis", kw, depth, seed)
     for l, pred in enumerate(preds, start=1):
-        for res in _compare("depth.gamma", f"{activation} {norm} {where} layer {l}", pred,
+        for res in compare_widths("depth.gamma", f"{activation} {norm} {where} layer {l}", pred,
                             {w: ratio(*sims[w][l]) for w in widths}, widths, seed):
             assert res.passed, res.explain()
 

@@ -170,10 +170,10 @@ def test_gumbel_reference_constants():
 
 
 def test_depth_extrapolation_removes_a_one_over_n_bias():
-    """checks_depth._compare: γ(N) = γ + c/N at two widths extrapolates to γ exactly."""
-    from validation.checks_depth import _compare
+    """checks_depth.compare_widths: γ(N) = γ + c/N at two widths extrapolates to γ exactly."""
+    from validation.checks_depth import compare_widths
     sims = {64: (0.5 + 3 / 64, 0.01), 256: (0.5 + 3 / 256, 0.01)}
-    r = _compare("depth.gamma", "synthetic", 0.5, sims, (64, 256), 0, inits={64: 128, 256: 64})[0]
+    r = compare_widths("depth.gamma", "synthetic", 0.5, sims, (64, 256), 0, inits={64: 128, 256: 64})[0]
     assert r.estimate == pytest.approx(0.5) and r.passed and r.alpha > 5.7e-7
-    r = _compare("depth.gamma", "synthetic", 0.6, sims, (64, 256), 0)[0]
+    r = compare_widths("depth.gamma", "synthetic", 0.6, sims, (64, 256), 0)[0]
     assert not r.passed

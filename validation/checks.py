@@ -46,6 +46,8 @@ import numpy as np
 
 from igbsym.errors import InputError
 
+from .seeding import derive_seed
+
 Z_DEFAULT = 5.0
 
 
@@ -180,13 +182,9 @@ def false_failure_rate(results) -> float:
 
 # --------------------------------------------------------------------------------------------- seeds, sizes
 def seed_for(ctx: Context, *salt) -> int:
-    """The one seeding scheme of the checks: a 63-bit seed from (ctx.seed, salt...) through numpy's
-    SeedSequence; salt items are ints or strings (hashed by crc32), so every draw of every check is independent."""
-    import zlib
-    words = [int(ctx.seed)] + [zlib.crc32(str(x).encode()) if not isinstance(x, (int, np.integer)) else int(x)
-                               for x in salt]
-    state = np.random.SeedSequence([abs(w) for w in words]).generate_state(2, np.uint32)
-    return int(state[0]) << 31 | int(state[1]) >> 1
+    """A check's seed: :func:`validation.seeding.derive_seed` of (ctx.seed, salt...), the one seeding scheme;
+    salt items are ints or strings, so every draw of every check is independent."""
+    return derive_seed(ctx.seed, *salt)
 
 
 SIZES: dict = {}

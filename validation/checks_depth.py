@@ -27,6 +27,7 @@ import torch
 import igbsym
 
 from .checks import Result, register_check, reusable, seed_for, z_result
+from .seeding import derive_seed
 from .simulate import NetSpec, simulate
 from .stats import gamma_units, ratio_estimate
 
@@ -35,7 +36,7 @@ PLACEMENTS = (("bn_pre", "batchnorm", "pre"), ("bn_post", "batchnorm", "post"), 
 BN_BATCH = 128
 
 
-def _plan(ctx):
+def plan(ctx):
     """(widths, inits per width, data points per dataset, depth of the placement nets)."""
     if ctx.quick:
         return (64, 256), {64: 128, 256: 64}, 512, 4
@@ -66,9 +67,10 @@ def measure(spec: NetSpec, n_inits: int, n_data: int, seed: int, device) -> dict
         return out
     xs, ys = {}, {}
     for i in range(n_inits):
-        gen = torch.Generator().manual_seed(_seed(seed, spec.widths[0], i))
+        init_seed = derive_seed(seed, spec.widths[0], i)
+        gen = torch.Generator().manual_seed(init_seed)
         xa, xb = (torch.randn(n_data, spec.d_in, generator=gen, dtype=torch.float64) for _ in range(2))
-        runs = [simulate(spec, 1, data=x, seed=_seed(seed, spec.widths[0], i), device=device, layer_stats=("pre",))
+        runs = [simulate(spec, 1, data=x, seed=init_seed, device=device, layer_stats=("pre",))
                 for x in (xa, xb)]
         for l in range(1, len(spec.widths) + 1):
             sa, sb = ((r.layers[l]["pre"] if l < len(spec.widths) else r.out) for r in runs)
@@ -80,10 +82,6 @@ def measure(spec: NetSpec, n_inits: int, n_data: int, seed: int, device) -> dict
 @reusable
 def _measured(ctx, spec, n_inits, n_data, seed):
     return measure(spec, n_inits, n_data, seed, ctx.device)
-
-
-def _seed(seed, width, i):
-    return int(np.random.SeedSequence([seed, width, i]).generate_state(1)[0])
 
 
 def ratio(x, y):
@@ -107,7 +105,7 @@ def _corr_step(x1, y1, x2, y2, act, a):
     return full[0], full[1], se
 
 
-def _compare(form, label, pred, sims, widths, seed, note="", inits=None):
+def compare_widths(form, label, pred, sims, widths, seed, note="", inits=None):
     """One Result per consecutive width pair: the 1/N extrapolation of the two estimates vs the prediction."""
     from scipy import stats as sps
     out = []
@@ -124,9 +122,9 @@ def _compare(form, label, pred, sims, widths, seed, note="", inits=None):
     return out
 
 
-def _run_config(ctx, name, spec_kw, depth, seed):
+def run_config(ctx, name, spec_kw, depth, seed):
     """{width: {layer: (X, Y)}} for one architecture at every planned width."""
-    widths, inits, n_data, _ = _plan(ctx)
+    widths, inits, n_data, _ = plan(ctx)
     if spec_kw.get("norm") == "batchnorm":
         inits = _bn_inits(ctx, inits)
     res = {}
@@ -140,41 +138,41 @@ def _run_config(ctx, name, spec_kw, depth, seed):
 @register_check("depth_law_relu", forms=["depth.gamma", "depth.corr_map"])
 def check_relu_law(ctx) -> list:
     """γ after each hidden layer of a ReLU MLP (no norm) vs the arc-cosine depth law, and the one-step map."""
-    widths, _, _, depth = _plan(ctx)
+    widths, _, _, depth = plan(ctx)
     depth = depth + 2 if ctx.quick else depth
-    sims = _run_config(ctx, "relu", dict(activation="relu"), depth, ctx.seed)
+    sims = run_config(ctx, "relu", dict(activation="relu"), depth, ctx.seed)
     results = []
     for l in range(1, depth + 1):
         pred = float(igbsym.get("depth.gamma").numpy(L=l, activation="relu"))
-        results += _compare("depth.gamma", f"relu, no norm, layer {l}", pred,
-                            {w: ratio(*sims[w][l]) for w in widths}, widths, ctx.seed, inits=_plan(ctx)[1])
+        results += compare_widths("depth.gamma", f"relu, no norm, layer {l}", pred,
+                            {w: ratio(*sims[w][l]) for w in widths}, widths, ctx.seed, inits=plan(ctx)[1])
     for l in range(1, depth):
         step = {}
         for w in widths:
             c2, k1, se = _corr_step(*sims[w][l], *sims[w][l + 1], "relu", 0.0)
             step[w] = (c2 - k1, se)
-        results += _compare("depth.corr_map", f"c_{l + 1} - k(c_{l}) (measured c_{l})", 0.0, step, widths, ctx.seed,
-                            "local one-step test of the arc-cosine map", inits=_plan(ctx)[1])
+        results += compare_widths("depth.corr_map", f"c_{l + 1} - k(c_{l}) (measured c_{l})", 0.0, step, widths, ctx.seed,
+                            "local one-step test of the arc-cosine map", inits=plan(ctx)[1])
     return results
 
 
 @register_check("depth_placements", forms=["depth.gamma"] + [f"depth.gamma_{s}" for s, _, _ in PLACEMENTS])
 def check_placements(ctx) -> list:
     """γ per layer for ReLU MLPs with BatchNorm / LayerNorm / RMSNorm before or after the activation."""
-    widths, _, _, depth = _plan(ctx)
+    widths, _, _, depth = plan(ctx)
     results, curves = [], {}
     for k, (short, norm, pl) in enumerate(PLACEMENTS):
         kw = dict(activation="relu", norm=norm, placement=pl, bn_batch=BN_BATCH if norm == "batchnorm" else None)
-        sims = _run_config(ctx, f"relu {norm} {pl}", kw, depth, ctx.seed + k)
+        sims = run_config(ctx, f"relu {norm} {pl}", kw, depth, ctx.seed + k)
         form = igbsym.get(f"depth.gamma_{short}")
         extra = dict(B=BN_BATCH) if norm == "batchnorm" else {}
         curves[short] = {w: [ratio(*sims[w][l]) for l in range(1, depth + 1)] for w in widths}
         for l in range(1, depth + 1):
             pred = float(form.numpy(L=l, activation="relu", **extra))
-            results += _compare(form.name, f"relu, {norm} {pl}, layer {l}", pred,
+            results += compare_widths(form.name, f"relu, {norm} {pl}, layer {l}", pred,
                                 {w: curves[short][w][l - 1] for w in widths}, widths, ctx.seed + k,
                                 f"B={BN_BATCH} (bn.gamma_canonical)" if extra else "",
-                                inits=_bn_inits(ctx, _plan(ctx)[1]) if norm == "batchnorm" else _plan(ctx)[1])
+                                inits=_bn_inits(ctx, plan(ctx)[1]) if norm == "batchnorm" else plan(ctx)[1])
     _figure(ctx, curves, widths, depth)
     return results
 
@@ -218,18 +216,18 @@ ACTIVATION_CASES = (
 @register_check("depth_activations", forms=["depth.gamma"])
 def check_activations(ctx) -> list:
     """γ per layer for leaky ReLU, tanh (0), GELU with and without LN (they differ), SReLU and sigmoid."""
-    widths, _, _, depth = _plan(ctx)
+    widths, _, _, depth = plan(ctx)
     depth = 3 if ctx.quick else 10
     cases = ACTIVATION_CASES if not ctx.quick else ACTIVATION_CASES[:5]
     results = []
     for k, (label, kw, _) in enumerate(cases):
-        sims = _run_config(ctx, label, kw, depth, ctx.seed + 100 + k)
+        sims = run_config(ctx, label, kw, depth, ctx.seed + 100 + k)
         for l in range(1, depth + 1):
             pred = float(igbsym.get("depth.gamma").numpy(L=l, activation=kw["activation"], a=kw.get("a", 0.01),
                                                          norm=kw.get("norm", "none"),
                                                          placement=kw.get("placement", "pre")))
-            results += _compare("depth.gamma", f"{label}, layer {l}", pred, {w: ratio(*sims[w][l]) for w in widths},
-                                widths, ctx.seed + 100 + k, inits=_plan(ctx)[1])
+            results += compare_widths("depth.gamma", f"{label}, layer {l}", pred, {w: ratio(*sims[w][l]) for w in widths},
+                                widths, ctx.seed + 100 + k, inits=plan(ctx)[1])
     return results
 
 

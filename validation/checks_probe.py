@@ -26,7 +26,7 @@ import igbsym
 
 from . import datasets
 from .checks import Result, register_check, z_result
-from .checks_depth import _compare
+from .checks_depth import compare_widths
 from .estimators import paired_difference
 from .models import MLPFactory, build
 from .probe import probe
@@ -86,7 +86,7 @@ def check_gamma_depth(ctx) -> list:
             out.append(z_result("depth.gamma", f"probe relu L=1 N=d={w} I={p['inits'][w]} D={p['data']} (RB)", pred,
                                 *sims[w], p["inits"][w], ctx.seed, note="exact at any width for homogeneous relu"))
         else:
-            out += _compare("depth.gamma", "probe relu L=2 (RB)", pred, sims, p["widths"], ctx.seed)
+            out += compare_widths("depth.gamma", "probe relu L=2 (RB)", pred, sims, p["widths"], ctx.seed)
     return out
 
 

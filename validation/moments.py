@@ -21,7 +21,7 @@ from igbsym.errors import InputError
 from igbsym.residual import Residual
 from igbsym.spec import BatchNorm, Dense, Spec
 
-from .simulate import _WEIGHTS, _seed, fresh_rows
+from .simulate import fresh_rows, sample_weights
 from .stats import Estimate, gamma_estimate, ratio_estimate
 
 
@@ -46,19 +46,6 @@ def _full_batch(ops, n_data: int) -> tuple:
             op = BatchNorm(n_data)
         out.append(op)
     return tuple(out)
-
-
-def weights(spec: Spec, inits, seed: int, dtype=torch.float64) -> list:
-    """[len(inits), fan_in, fan_out] for every Dense (output layer last), N(0, σ_w²/fan_in)."""
-    shapes = spec.shapes()
-    sigmas = [float(op.sigma_w) for op in dense_ops(spec.all_ops())]
-    out = [torch.empty((len(inits), fi, fo), dtype=dtype) for fi, fo in shapes]
-    gen = torch.Generator()
-    for k, i in enumerate(inits):
-        gen.manual_seed(_seed(seed, _WEIGHTS, int(i)))
-        for w, (fi, _), s in zip(out, shapes, sigmas):
-            w[k].normal_(0.0, s / math.sqrt(fi), generator=gen)
-    return out
 
 
 @dataclass
@@ -107,7 +94,7 @@ def measure(spec: Spec, n_inits: int, n_data: int, seed: int = 0, r_eff: bool = 
     parts = []
     for start in range(0, n_inits, init_chunk):
         inits = range(start, min(n_inits, start + init_chunk))
-        ws = weights(spec, inits, seed)
+        ws = sample_weights(spec, inits, seed, torch.device("cpu"), torch.float64)
         # every init gets its own dataset (rows [0, D)) and noise (rows [D, 2D) of the same seeded stream): inits are
         # then fully i.i.d. and the SE over inits includes the data's own fluctuation
         x = fresh_rows(spec.d_in, "gaussian", seed, inits, 0, n_data, torch.device("cpu"), torch.float64)

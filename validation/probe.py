@@ -52,10 +52,9 @@ from igbsym.law import regime
 from . import datasets, models
 from .device import resolve_device
 from .estimators import rao_blackwell_units
-from .simulate import _seed
+from .seeding import DROPOUT, WEIGHTS, derive_seed
 from .stats import Estimate, gamma_estimate, gamma_units, jitter_g0, ks_test, ratio_estimate
 
-_WEIGHTS, _DROPOUT = 1, 4           # seed streams (1 = validation.simulate's weight stream)
 DEFAULT_BATCH = 256
 _ELEM_BUDGET = 1 << 24              # elements of the largest per-point activation × batch × init group
 _MAX_GROUP = 64
@@ -177,7 +176,7 @@ class _Inits:
         self.index_factory = self.factory is not None and models.takes_index(self.factory)
 
     def module(self, i: int) -> nn.Module:
-        s = _seed(self.seed, _WEIGHTS, i)
+        s = derive_seed(self.seed, WEIGHTS, i)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(s)
             if self.factory is not None:
@@ -449,7 +448,7 @@ def _loop(fn, params, buffers, x, lab, idx, chunk, n_chunks, seed, stochastic):
         b = {k: v[j] for k, v in buffers.items()}
         with torch.no_grad(), (torch.random.fork_rng(devices=[]) if stochastic else contextlib.nullcontext()):
             if stochastic:
-                torch.manual_seed(_seed(seed, _DROPOUT, i * n_chunks + chunk))
+                torch.manual_seed(derive_seed(seed, DROPOUT, i * n_chunks + chunk))
             outs.append(fn(p, b, x, lab))
     return {k: torch.stack([o[k] for o in outs]) for k in outs[0]}
 

@@ -61,12 +61,12 @@ from igbsym.errors import InputError
 from igbsym.spec import WEIGHT_LAWS, BatchNorm, Dense, NetSpec, Spec  # noqa: F401  (NetSpec: the public builder)
 
 from .device import resolve_device
+from .seeding import DATA, FRESH, WEIGHTS, derive_seed
 
 ACTIVATIONS = acts.names()
 NORMS = spec_mod.NORMS
 DATA_LAWS = ("gaussian", "uniform", "laplace", "student")
 BLOCK = 4096                       # rows per seeded data block
-_WEIGHTS, _DATA, _FRESH = 1, 2, 3   # seed streams
 _ELEM_BUDGET = 1 << 21             # elements per live [inits, rows, width] tensor (8 MB in float32: small
                                    # enough for the allocator to reuse, large enough for efficient GEMMs)
 _ROWS = 256                        # default data rows per chunk
@@ -96,11 +96,6 @@ def stages(spec: Spec) -> tuple:
     return tuple(dict.fromkeys(name for st in per for name in st))
 
 
-def _seed(seed: int, stream: int, index: int) -> int:
-    state = np.random.SeedSequence([seed, stream, index]).generate_state(2, np.uint32)
-    return int(state[0]) << 31 | int(state[1]) >> 1
-
-
 # --------------------------------------------------------------------------------------------- data
 class Blob:
     """i.i.d. unit-variance data in R^d, generated in seeded blocks of BLOCK rows (never stored whole)."""
@@ -122,7 +117,7 @@ class Blob:
     def _block(self, b: int) -> np.ndarray:
         if self._cache[0] == b:
             return self._cache[1]
-        rng = np.random.default_rng(_seed(self.seed, _DATA, b))
+        rng = np.random.default_rng(derive_seed(self.seed, DATA, b))
         shape = (BLOCK, self.d)
         if self.law == "gaussian":
             x = rng.standard_normal(shape, dtype=np.float64)
@@ -152,7 +147,7 @@ def fresh_rows(d: int, law: str, seed: int, inits, start: int, stop: int, device
     x = torch.empty((len(inits), stop - start, d), device=device, dtype=dtype)
     gen = torch.Generator(device=device)
     for k, i in enumerate(inits):
-        gen.manual_seed(_seed(seed, _FRESH, int(i) * (1 << 32) + start))
+        gen.manual_seed(derive_seed(seed, FRESH, int(i) * (1 << 32) + start))
         if law == "gaussian":
             x[k].normal_(generator=gen)
         else:
@@ -184,7 +179,7 @@ def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float3
     out = [torch.empty((len(inits), fi, fo), device=device, dtype=dtype) for fi, fo in shapes]
     gen = torch.Generator(device=device)
     for k, i in enumerate(inits):
-        gen.manual_seed(_seed(seed, _WEIGHTS, int(i)))
+        gen.manual_seed(derive_seed(seed, WEIGHTS, int(i)))
         for w, (fi, _), gain in zip(out, shapes, _gains(spec)):
             s = gain / math.sqrt(fi)
             if spec.weight_law == "normal":
