@@ -202,7 +202,18 @@ def _norm_checked(s: State, name: str) -> None:
 
 
 @dataclass(frozen=True)
-class LayerNorm(Op):
+class _SampleNorm(Op):
+    """A per-sample normalisation over the layer without affine part: the torch module of the same name."""
+
+    stage = "norm"
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return getattr(nn, type(self).__name__)(n, elementwise_affine=False, device=device, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class LayerNorm(_SampleNorm):
     """nn.LayerNorm without affine part: subtract the per-sample layer mean (→ m), divide by the layer std."""
 
     def _map(self, s):
@@ -214,15 +225,9 @@ class LayerNorm(Op):
 
     sym = numpy = mp = _map
 
-    def torch(self, n, device=None, dtype=None):
-        from torch import nn
-        return nn.LayerNorm(n, elementwise_affine=False, device=device, dtype=dtype)
-
-    stage = "norm"
-
 
 @dataclass(frozen=True)
-class RMSNorm(Op):
+class RMSNorm(_SampleNorm):
     """nn.RMSNorm without affine part: divide by the per-sample root mean square (→ √q); keeps the mean."""
 
     def _map(self, s):
@@ -232,12 +237,6 @@ class RMSNorm(Op):
         return State(1 + 0 * s.q, s.c, s.e, s.m / r, s.gaussian, None, src, s.d)
 
     sym = numpy = mp = _map
-
-    def torch(self, n, device=None, dtype=None):
-        from torch import nn
-        return nn.RMSNorm(n, elementwise_affine=False, device=device, dtype=dtype)
-
-    stage = "norm"
 
 
 @dataclass(frozen=True)
