@@ -18,13 +18,17 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   T_1 by the Gumbel substitution Phi(T_1) = exp(-e^-tau/(C-1)) (the same k-independent variable as maxpool), T_2 | T_1
   by composite Gauss-Legendre, Phi_2 by Owen's T (SciPy). mpmath reference: the exact value at C = 2 only (see
   var_mp); mp_bvn_cdf (Drezner's integral) checks Owen's T.
-* the law of one G_c (``cdf``, ``pdf``), ``p_empty``, ``n_empty``: conditional Monte Carlo. The other C - 1 means are
-  N_DRAWS fixed seeded draws (common random numbers: the same draws for every g, so F is a smooth monotone function
-  of g); given them G_c is an increasing function of u_c, so P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)] with u* its root
-  (Rao-Blackwellised over u_c). The integral over z is a trapezoid rule on a grid of step 0.2 (spectrally accurate:
-  < 1e-12), u* by Newton in probit space. The error is statistical, stated with its standard error (``law_se``).
+* the law of one G_c (``cdf``, ``pdf``), ``p_empty``, ``n_empty``: randomised quasi-Monte Carlo over the other C - 1
+  means, deterministic (fixed scrambles). Given them G_c is an increasing function of u_c, so
+  P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)], u* its root (Rao-Blackwellised over u_c). The others: 16 independently
+  scrambled Sobol nets (8 points each, 4 above C = 200) mapped to descending order statistics, the largest
+  importance-sampled in its Gumbel variable (``_others``); below gamma = 1 the small-gamma linearisation is a control
+  variate with an exact mean (``_linear_cv``). G_hat(u) on a u grid by the trapezoid rule (< 1e-10), u* by cubic
+  Hermite inversion in probit space. Error bound: Student t (15 dof, 99.99 %) times the between-scramble standard
+  error, plus 1e-5 deterministic (``law_bound``); checked against an exact C = 3 quadrature (bvn_cdf) in the tests.
+  All gamma of one C are built in one batch (u = sqrt(gamma) xi on the same base points).
 * ``max_fraction``, ``max_fraction_cdf``, ``entropy``: Monte Carlo over whole vectors (G_1..G_C), each computed by
-  the same quadrature (sum_c G_c = 1 to 1e-12), optionally sampled at a finite dataset size D (multinomial counts),
+  the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite dataset size D (multinomial counts),
   which is what a network evaluated on D points shows.
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
   means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
@@ -48,8 +52,6 @@ from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
 
 IGB = "igb-initial-guessing-bias.txt"
 C_MAX = 10_000
-N_DRAWS = 500           # conditional Monte Carlo draws of the other C - 1 means (cdf, pdf, p_empty), C <= 30;
-N_BUDGET = 15_000       # above C = 30: N = max(100, N_BUDGET // C) (the SE also shrinks with C: see law_se)
 SEED = 20_240_613       # fixed: the routes are deterministic functions of their inputs
 VEC_BUDGET = 100_000    # samples * C for the whole-vector Monte Carlo (max_fraction, entropy)
 H_Z = 0.2               # largest trapezoid step in the data-noise variable (see _step)
@@ -137,9 +139,10 @@ def _panels(edges, n):
 _TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 2.0), [16.0, 24.0, 40.0]]), 8)
 _Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 12), 8)
 _Y_W = _Y_W * np.exp(-_Y**2 / 2) / _SQ2PI
-VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: 96 Gumbel-variable x 88 conditional "
-             "nodes; measured against the exact C = 2 value for gamma in [1e-3, 1e3] and against Monte Carlo over "
-             "exact fraction vectors for C <= 1000); relative to Var "
+VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: a 96 x 88 rule in the Gumbel variable of T1 for "
+             "single points, a 192 x 88 C-independent rule in T1 shared by the C of one gamma; both measured against "
+             "a 192 x 184 rule that matches the exact C = 2 value to 1e-16, for gamma in [1e-3, 1e3], C <= 1e4, and "
+             "against the mpmath reference var_reference_mp at C = 3, 10); relative to Var "
              "the error grows as gamma -> 0 (Var ~ gamma C(C-1) a_C^2)")
 
 
@@ -700,11 +703,10 @@ LAW = Provenance(IGB, "App. H (multi-class extension; exact law derived in deriv
 _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z_s + u_s - sp.Symbol("u_j")),
                                                                          (sp.Symbol("j"), 1, C_s - 1)),
                      (z_s, -sp.oo, sp.oo))
-MC_ERROR = (f"Monte Carlo over N = min({N_DRAWS}, max(100, {N_BUDGET}/C)) fixed draws of the other C-1 means "
-            "(Rao-Blackwellised over u_c): standard error <= 0.5/sqrt(N) in the worst case, measured <= 0.011 at "
-            "C <= 30 "
-            "and <= 0.012 at C = 1000 "
-            "(law_se gives it); quadrature and root-finding error < 1e-9; C = 2 and gamma in {0, inf} are exact")
+MC_ERROR = ("randomised QMC over the other C-1 means (16 scrambled Sobol nets, importance-sampled largest mean, "
+            "small-gamma control variate): |error| <= law_bound = 5.24 x (SE between the scrambles) + 1e-5 at 99.99 % "
+            "(Student t, 15 dof); the bound is <= 0.05 over gamma in [1e-3, 1e3], C <= 1000 (bench), largest "
+            "where the law is steep (small gamma); C = 2 and gamma in {0, inf} are exact")
 
 
 _E, _Gc = sp.Function("E"), sp.Symbol("G_c")
@@ -717,15 +719,15 @@ def _route(np_fn, mp_fn, method, error, defining=None):
 
 def _mp_binary_cdf(g, gamma, C):
     if int(C) != 2:
-        raise NumericalError("multiclass.cdf: no mpmath reference for C >= 3 (conditional Monte Carlo route; "
-                             "law_se gives its standard error)")
+        raise NumericalError("multiclass.cdf: no mpmath reference for C >= 3 (randomised QMC route; "
+                             "law_bound gives its error bound)")
     return mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
 
 
 def _mp_binary_pdf(g, gamma, C):
     _positive_finite_gamma("multiclass.pdf", gamma)
     if int(C) != 2:
-        raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (conditional Monte Carlo route)")
+        raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (randomised QMC route)")
     x = mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
     return mpmath.exp((1 - 1 / gamma) * x * x / 2) / mpmath.sqrt(gamma)
 
@@ -753,22 +755,22 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.cdf", "P(G_c <= g): the law of the fraction of the data put in one class c of C.",
     (G_PARAM, GAMMA, C_PARAM), LAW,
-    builder=_route(cdf_numpy, _mp_binary_cdf, "conditional Monte Carlo over the other means (exact igb.cdf at C = 2)",
+    builder=_route(cdf_numpy, _mp_binary_cdf, "randomised QMC over the other means (exact igb.cdf at C = 2)",
                    MC_ERROR, sp.Function("P")(sp.Le(_G_DEF, g_s))), limit=_cdf_limit,
     display=r"P\left(\int \phi(z) \prod_{c' \neq c} \Phi(z + u_c - u_{c'})\,dz \le g\right),\ "
             r"u \sim N(0, \gamma I_C)"))
 register(ClosedForm(
     "multiclass.pdf", "Density of one class fraction G_c (0 < gamma < inf; C = 2 is igb.pdf).",
     (Param("g", "positive", "class fraction, 0 < g < 1"), Param("gamma", "positive", "IGB strength"), C_PARAM), LAW,
-    builder=_route(pdf_numpy, _mp_binary_pdf, "conditional Monte Carlo (density of the Rao-Blackwellised cdf); "
-                   "exact igb.pdf at C = 2", MC_ERROR.replace("0.5/sqrt(N)", "the sample SD/sqrt(N)"),
+    builder=_route(pdf_numpy, _mp_binary_pdf, "randomised QMC (density of the Rao-Blackwellised cdf); "
+                   "exact igb.pdf at C = 2", MC_ERROR.replace("law_bound", "T x SE of law_replicates' densities"),
                    sp.Derivative(sp.Function("P")(sp.Le(_G_DEF, g_s)), g_s)),
     display=r"\frac{d}{dg} P(G_c \le g)"))
 register(ClosedForm(
     "multiclass.p_empty", "P(a class receives no point of a dataset of D points) = E[(1 - G_c)^D] (the CIFAR-100 "
     "peak at 0, App. I.1.3).", (GAMMA, C_PARAM, D_PARAM),
     Provenance(IGB, "App. I.1.3 (peak at 0 for CIFAR-100)", MODEL + "; data points assigned independently given W"),
-    builder=_route(p_empty_numpy, p_empty_mp, "int_0^inf e^-t F(1 - e^(-t/D)) dt with the conditional Monte Carlo "
+    builder=_route(p_empty_numpy, p_empty_mp, "int_0^inf e^-t F(1 - e^(-t/D)) dt with the randomised QMC "
                    "cdf F (Gauss-Legendre in log t); exact igb law at C = 2", MC_ERROR, _E((1 - _Gc) ** D_s)),
     limit=_p_empty_limit,
     display=r"E\left[(1 - G_c)^D\right] = \int_0^\infty e^{-t} F_{G_c}\left(1 - e^{-t/D}\right) dt"))
