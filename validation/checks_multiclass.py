@@ -185,7 +185,7 @@ def check_law(ctx) -> list:
                               float(sps.kstwo.sf(stat, max(1, int(n_eff)))), int(n_eff), ctx.seed, prediction=0.0,
                               estimate=stat, note=f"form is an ECDF of {form_x.size} draws: effective n = nI/(n+I)"))
         empty = (frac == 0).sum(1).astype(float)
-        p_form = fam.p_empty_samples(gam, C, D)
+        p_form = fam.p_empty_replicates(gam, C, D)
         form_se = p_form.std(ddof=1) / math.sqrt(p_form.size)
         pn = float(get("multiclass.n_empty").numpy(gamma=gam, C=C, D=D))
         # SE of the mean count: the sample's, but never below √(K + 1)/I with K the observed total (a count of rare
