@@ -15,9 +15,13 @@ Finite D, exactly. Given W the D points are assigned independently (model (iii))
 E frac_c = 1/C; E(frac_c - 1/C)^2 = Var G (1 - 1/D) + (1/C)(1 - 1/C)/D; P(K <= k) = E_{g ~ Beta(k+1, D-k)} F(g)
 (F = multiclass.cdf); P(class empty) = multiclass.p_empty(D). max_fraction / entropy forms take D themselves.
 Allowances: z = 5 (alpha = 5.7e-7 per assertion) on the simulation SE combined with the form's own stated Monte
-Carlo SE (a property of the form, computed from its draws, not from the simulation). Law tests: KS on the lattice
+Carlo / randomised-QMC SE (a property of the form, computed from its draws, not from the simulation). Law tests: KS
+on the lattice
 k/D (conservative for discrete laws); for max_fraction_cdf the form is itself an ECDF of n draws, so the two-sample
 effective size n I/(n + I) is used.
+
+CNN-B on digits (``multiclass.cnn_b_digits``, App. I.1.2 analogue): gamma from the probe (validation/probe.py), the
+same moment identities, the gamma SE propagated; the cross-class output correlation is reported with it.
 
 The independence assumption (ii) is measured, not assumed: ``independence`` records the outputs of R data points
 and reports the RMS correlation across classes over the data (minus its 1/R noise floor) against width.
@@ -328,7 +332,8 @@ def plot_paper_error(ctx, gammas=(0.1, 0.3, 1.0, 3.0, 10.0), classes=(3, 10, 100
     ax.set_ylabel("sup_g |F_paper - F_exact|")
     ax.legend(fontsize=7)
     ctx.save_figure("multiclass_paper_error", fig, "Error of the paper's App. H construction against the exact law "
-                                                   "of one class fraction (KS distance; Monte Carlo SE <= 0.011).")
+                                                   "of one class fraction (KS distance; the exact law's stated "
+                                                   "bound <= 0.05).")
 
 
 # ============================================================================ CNN-B on digits (App. I.1.2 analogue)

@@ -16,8 +16,9 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
 * ``var``: E[G_c^2] = E[Phi_2(T_1, T_2; rho)^(C-1)], (T_1, T_2) standard bivariate normal with rho = gamma/(1+gamma)
   (the inner expectation over the other C - 1 means is a bivariate-normal CDF). Deterministic 2-d quadrature:
   T_1 by the Gumbel substitution Phi(T_1) = exp(-e^-tau/(C-1)) (the same k-independent variable as maxpool), T_2 | T_1
-  by composite Gauss-Legendre, Phi_2 by Owen's T (SciPy). mpmath reference: the exact value at C = 2 only (see
-  var_mp); mp_bvn_cdf (Drezner's integral) checks Owen's T.
+  by composite Gauss-Legendre, Phi_2 by Owen's T (SciPy); the C of one gamma share a C-independent rule in T_1 (one
+  Phi_2 table per gamma). mpmath: the exact value at C = 2 (var_mp) and, for C >= 3, the independent reference
+  var_reference_mp (Drezner's Phi_2, tens of seconds per point; test-only, see its docstring).
 * the law of one G_c (``cdf``, ``pdf``), ``p_empty``, ``n_empty``: randomised quasi-Monte Carlo over the other C - 1
   means, deterministic (fixed scrambles). Given them G_c is an increasing function of u_c, so
   P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)], u* its root (Rao-Blackwellised over u_c). The others: 16 independently
@@ -28,8 +29,8 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   error, plus 1e-5 deterministic (``law_bound``); checked against an exact C = 3 quadrature (bvn_cdf) in the tests.
   All gamma of one C are built in one batch (u = sqrt(gamma) xi on the same base points).
 * ``max_fraction``, ``max_fraction_cdf``, ``entropy``: Monte Carlo over whole vectors (G_1..G_C), each computed by
-  the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite dataset size D (multinomial counts),
-  which is what a network evaluated on D points shows.
+  the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite dataset
+  size D (multinomial counts), which is what a network evaluated on D points shows.
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
   means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
   1/2 instead of 1/C); deterministic 40-node Gumbel-Gauss rule for the maximum (maxpool's rule).
@@ -139,8 +140,8 @@ def _panels(edges, n):
 _TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 2.0), [16.0, 24.0, 40.0]]), 8)
 _Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 12), 8)
 _Y_W = _Y_W * np.exp(-_Y**2 / 2) / _SQ2PI
-VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: a 96 x 88 rule in the Gumbel variable of T1 for "
-             "single points, a 192 x 88 C-independent rule in T1 shared by the C of one gamma; both measured against "
+VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: a 96 x 88 rule in the Gumbel variable of "
+             "T1 for single points, a 192 x 88 C-independent rule in T1 shared by the C of one gamma; both measured against "
              "a 192 x 184 rule that matches the exact C = 2 value to 1e-16, for gamma in [1e-3, 1e3], C <= 1e4, and "
              "against the mpmath reference var_reference_mp at C = 3, 10); relative to Var "
              "the error grows as gamma -> 0 (Var ~ gamma C(C-1) a_C^2)")
