@@ -15,9 +15,13 @@ Finite D, exactly. Given W the D points are assigned independently (model (iii))
 E frac_c = 1/C; E(frac_c - 1/C)^2 = Var G (1 - 1/D) + (1/C)(1 - 1/C)/D; P(K <= k) = E_{g ~ Beta(k+1, D-k)} F(g)
 (F = multiclass.cdf); P(class empty) = multiclass.p_empty(D). max_fraction / entropy forms take D themselves.
 Allowances: z = 5 (alpha = 5.7e-7 per assertion) on the simulation SE combined with the form's own stated Monte
-Carlo SE (a property of the form, computed from its draws, not from the simulation). Law tests: KS on the lattice
+Carlo / randomised-QMC SE (a property of the form, computed from its draws, not from the simulation). Law tests: KS
+on the lattice
 k/D (conservative for discrete laws); for max_fraction_cdf the form is itself an ECDF of n draws, so the two-sample
 effective size n I/(n + I) is used.
+
+CNN-B on digits (``multiclass.cnn_b_digits``, App. I.1.2 analogue): gamma from the probe (validation/probe.py), the
+same moment identities, the gamma SE propagated; the cross-class output correlation is reported with it.
 
 The independence assumption (ii) is measured, not assumed: ``independence`` records the outputs of R data points
 and reports the RMS correlation across classes over the data (minus its 1/R noise floor) against width.
@@ -49,9 +53,11 @@ ARCHS = {"relu1": dict(widths=(128,)), "pool": dict(widths=(192,), pool=4), "dee
 
 register_sizes("checks_multiclass",
       quick={"plan": (("relu1", 3, 600, 400), ("relu1", 10, 600, 400), ("relu1", 100, 200, 300),
-                      ("pool", 10, 400, 400), ("deep", 10, 400, 400))},
+                      ("pool", 10, 400, 400), ("deep", 10, 400, 400)),
+             "cnn_b": (48, 256)},
       thorough={"plan": tuple((a, c, 3000 if c < 100 else 1000, 1000 if c < 100 else 300)
-                              for a in ARCHS for c in (3, 10, 100))})
+                              for a in ARCHS for c in (3, 10, 100)),
+                "cnn_b": (200, 1797)})
 
 
 def plan(ctx) -> tuple:
@@ -185,7 +191,7 @@ def check_law(ctx) -> list:
                               float(sps.kstwo.sf(stat, max(1, int(n_eff)))), int(n_eff), ctx.seed, prediction=0.0,
                               estimate=stat, note=f"form is an ECDF of {form_x.size} draws: effective n = nI/(n+I)"))
         empty = (frac == 0).sum(1).astype(float)
-        p_form = fam.p_empty_samples(gam, C, D)
+        p_form = fam.p_empty_replicates(gam, C, D)
         form_se = p_form.std(ddof=1) / math.sqrt(p_form.size)
         pn = float(get("multiclass.n_empty").numpy(gamma=gam, C=C, D=D))
         # SE of the mean count: the sample's, but never below √(K + 1)/I with K the observed total (a count of rare
@@ -326,4 +332,85 @@ def plot_paper_error(ctx, gammas=(0.1, 0.3, 1.0, 3.0, 10.0), classes=(3, 10, 100
     ax.set_ylabel("sup_g |F_paper - F_exact|")
     ax.legend(fontsize=7)
     ctx.save_figure("multiclass_paper_error", fig, "Error of the paper's App. H construction against the exact law "
-                                                   "of one class fraction (KS distance; Monte Carlo SE <= 0.011).")
+                                                   "of one class fraction (KS distance; the exact law's stated "
+                                                   "bound <= 0.05).")
+
+
+# ============================================================================ CNN-B on digits (App. I.1.2 analogue)
+CNN_B = "cnn-b-relu-maxpool"
+
+
+@reusable
+def probe_cnn_b(ctx, inits: int, D: int):
+    """The probe (validation/probe.py) of CNN-B (ReLU + MaxPool, zero biases: the paper's setting) with 10 outputs on
+    the first D images of sklearn's digits: (frac [I, 10], gamma_hat, its SE, estimator), plus the RMS cross-class
+    correlation of the outputs over the data (assumption (ii)) and its SE over 8 inits."""
+    from .datasets import load
+    from .models import build
+    from .probe import probe
+    ctx.progress(f"multiclass: probing {CNN_B} on digits, I={inits} D={D}")
+    x = load("digits").data[:D]
+    seed = seed_for(ctx, "multiclass", "cnn-b") % (2**62)
+    res = probe(build(CNN_B, (1, 8, 8), 10), x, inits, seed=seed, device=ctx.device, layers=False, zero_bias=True)
+    return (res.frac.double().numpy().copy(), float(res.gamma.value), float(res.gamma.se), res.estimator,
+            *_cross_class_correlation(x, seed))
+
+
+def _cross_class_correlation(x, seed: int, inits: int = 8) -> tuple:
+    """RMS over class pairs of the correlation of two outputs over the data (1/(D - 1) noise floor removed), mean over
+    `inits` fresh CNN-B inits (torch default init, zero biases) and its SE."""
+    from .models import build
+    units = []
+    for i in range(inits):
+        torch.manual_seed(seed + 7919 * (i + 1))
+        net = build(CNN_B, (1, 8, 8), 10)
+        with torch.no_grad():
+            for name, prm in net.named_parameters():
+                if name.endswith("bias"):
+                    prm.zero_()
+            o = net(x).double()
+        corr = torch.corrcoef(o.T)
+        off = corr[~torch.eye(10, dtype=torch.bool)]
+        units.append(float((off ** 2).mean()) - 1 / (x.shape[0] - 1))
+    units = np.array(units)
+    return math.sqrt(max(units.mean(), 0.0)), units.std(ddof=1) / math.sqrt(inits) / (2 * math.sqrt(max(units.mean(),
+                                                                                                        1e-12)))
+
+
+@register_check("multiclass.cnn_b_digits", forms=["multiclass.var", "multiclass.max_fraction", "multiclass.n_empty"])
+def check_cnn_b_digits(ctx) -> list:
+    """CNN-B on the 10-class digits (App. I.1.2 analogue): gamma by the probe, class-fraction variance, E max fraction
+    and empty classes predicted by the multiclass forms at that gamma, against the fractions over inits.
+
+    Allowance (z = 5): the inits' SE, the measured gamma's SE propagated through the form's slope (central difference
+    of the form itself), and the form's own stated error (Monte Carlo / randomised QMC SE). The data are the same D
+    images for every init (the law is over inits at fixed data); the finite-D identities are those of the MLP checks.
+    Assumption (ii) (outputs uncorrelated across classes over the data) is measured and printed in the notes."""
+    inits, D = size(ctx, "checks_multiclass.cnn_b")
+    frac, gam, gse, est, corr, corr_se = probe_cnn_b(ctx, inits, D)
+    C = 10
+    label = f"{CNN_B}, digits, I={inits} D={D}"
+    note = (f"gamma = probe's {est} gamma_hat = {gam:.3g} +- {gse:.2g}; RMS cross-class output correlation over the "
+            f"data {corr:.3f} +- {corr_se:.2g} (assumption ii)")
+    out = []
+    var = get("multiclass.var")
+    pred = float(var.numpy(gamma=gam, C=C)) * (1 - 1 / D) + (1 - 1 / C) / (C * D)
+    units = ((frac - 1 / C) ** 2).mean(1)
+    se = math.hypot(units.std(ddof=1) / math.sqrt(inits), _slope(var, gam, C=C) * gse * (1 - 1 / D))
+    out.append(z_result("multiclass.var", f"E (frac_c - 1/C)^2, {label}", pred, units.mean(), se, inits, ctx.seed,
+                        note=note))
+    mx = frac.max(1)
+    form = get("multiclass.max_fraction")
+    form_se = fam.max_fraction_samples(gam, C, D).std(ddof=1) / math.sqrt(fam.vector_samples(gam, C).shape[0])
+    se = math.sqrt(mx.var(ddof=1) / inits + form_se**2 + (_slope(form, gam, C=C, D=D) * gse) ** 2)
+    out.append(z_result("multiclass.max_fraction", f"E max_c frac_c, {label}", float(form.numpy(gamma=gam, C=C, D=D)),
+                        mx.mean(), se, inits, ctx.seed, note=note))
+    empty = (frac == 0).sum(1).astype(float)
+    p_form = fam.p_empty_replicates(gam, C, D)
+    form = get("multiclass.n_empty")
+    spread = max(empty.std(ddof=1) / math.sqrt(inits), math.sqrt(empty.sum() + 1) / inits)
+    se = math.sqrt(spread**2 + (C * p_form.std(ddof=1) / math.sqrt(p_form.size)) ** 2
+                   + (_slope(form, gam, C=C, D=D) * gse) ** 2)
+    out.append(z_result("multiclass.n_empty", f"mean number of empty classes, {label}",
+                        float(form.numpy(gamma=gam, C=C, D=D)), empty.mean(), se, inits, ctx.seed, note=note))
+    return out
