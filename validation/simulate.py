@@ -37,7 +37,7 @@ shortcut=None, fresh_data=False, first_init=0) -> SimResult``
     ``out`` the output ``NodeStats``; ``layers[l][stage]`` a ``NodeStats`` per hidden layer l and stage in
     ``stages(spec)`` ('pre' after Linear, 'norm', 'act', 'pool'); ``records`` {'out' or (l, stage): tensor
     [I, record, n]} holding the first ``record`` data points; ``n_data``, ``n_inits``, ``seed``, ``spec``,
-    ``device``, ``seconds``.
+    ``device``, ``seconds``, ``first_init``, ``data_law`` (None when a data tensor was given).
     ``NodeStats``: ``mean``, ``var`` (unbiased) [I, n]; ``m3``, ``m4`` (central, 1/D) when ``moments=4``.
 
 Helpers: ``sample_weights(spec, inits, seed, device, dtype)`` → list of [I, fan_in, fan_out];
@@ -293,6 +293,8 @@ class SimResult:
     layers: list
     records: dict = field(default_factory=dict)
     seconds: float = 0.0
+    first_init: int = 0
+    data_law: str | None = "gaussian"     # None when a data tensor was given
 
     @property
     def mu(self) -> torch.Tensor:
@@ -420,4 +422,5 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in per_layer[l] if s in keep}
               for l in range(len(spec.widths))] if keep else []
     return SimResult(spec, n_inits, n_data, seed, str(device), NodeStats.cat(outs), torch.cat(fracs), layers,
-                     {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0)
+                     {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0, first_init,
+                     None if data is not None else data_law)
