@@ -71,6 +71,7 @@ BLOCK = 4096                       # rows per seeded data block
 _ELEM_BUDGET = 1 << 21             # elements per live [inits, rows, width] tensor (8 MB in float32: small
                                    # enough for the allocator to reuse, large enough for efficient GEMMs)
 _ROWS = 256                        # default data rows per chunk
+SHARED_GEMM = True                 # shared data: first layer as one [rows, d]·[d, I·n] GEMM (else a bmm per init)
 
 
 def _fail(msg):
@@ -391,6 +392,8 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     for g_start in range(0, n_inits, group):
         inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
+        w0_cat = weights[0].transpose(0, 1).reshape(spec.d_in, -1) \
+            if SHARED_GEMM and not (shortcut or fresh_data) and isinstance(spec.ops[0], Dense) else None
         chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
             if shortcut else None
         acc_out = _Moments(moments)
@@ -412,7 +415,12 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
             else:
                 x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device,
                                                                                           dtype=dtype)
-            first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t) if shortcut else None
+            if shortcut:
+                first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t)
+            elif w0_cat is not None:   # shared data: the first layer of all inits as ONE GEMM [rows, d]·[d, I·n]
+                first = (x @ w0_cat).view(x.shape[0], len(inits), -1).transpose(0, 1)
+            else:
+                first = None
             o = forward(spec, weights, x, on_stage if (keep or record) else None, first)
             acc_out.add(o)
             counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)
