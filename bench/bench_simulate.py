@@ -5,6 +5,10 @@
 2. Achieved FLOP/s of the simulator vs a plain torch.mm of the same total size: target ≥ 50 % at width ≥ 256.
 3. Peak RSS (VmHWM) as the dataset grows 10⁴ → 10⁶ points (each size in a fresh process): stays bounded.
 4. The exact Gaussian shortcut (first-layer pre-activations z·chol(WᵀW)ᵀ) vs the plain network.
+5. Equal work (issue 11 §2): simulate(spec, n, data=X, layer_stats=False) vs the per-init loop a user writes
+   (fresh nn.Sequential(Linear(d, N), ReLU, …, Linear(N, 2)) per init, kaiming_normal_ weights, zero biases, the
+   whole X under no_grad, argmax counted) at d = 1000, N = 100, P ∈ {1000, 20000}, L ∈ {1, 20}; and both as a
+   fraction of the single-thread torch.mm roofline (the same FLOPs at the rate of a [P, d]·[d, 8N] GEMM).
 Times are the best of ``--repeat`` runs (the machine may be shared). Torch threads: ``IGBSYM_THREADS``
 (default 1, as in ``igbsym validate``).
 Results go to stdout and ``bench/results_simulate.json``.
@@ -40,6 +44,41 @@ def loop_reference(spec, n_inits, n_data, chunk=256, seed=0):
                 counts += torch.bincount(o.argmax(1), minlength=spec.n_classes)
         stats.append((s1 / n_data, counts / n_data))
     return stats
+
+
+def user_loop(X, n_inits, depth, width=100):
+    """The per-init pattern of the IGB paper's code: a fresh nn.Sequential per init, the whole X at once."""
+    from torch import nn
+    for _ in range(n_inits):
+        layers, fan = [], X.shape[1]
+        for _ in range(depth):
+            layers += [nn.Linear(fan, width), nn.ReLU()]
+            fan = width
+        net = nn.Sequential(*layers, nn.Linear(fan, 2))
+        for m in net:
+            if isinstance(m, nn.Linear):
+                nn.init.kaiming_normal_(m.weight)
+                nn.init.zeros_(m.bias)
+        with torch.no_grad():
+            torch.bincount(net(X).argmax(1), minlength=2)
+
+
+def bench_equal_work(repeat, quick=False):
+    rows = []
+    for P, L in ((1000, 1), (1000, 20), (20000, 1), (20000, 20)):
+        d, n = 1000, 100
+        inits = max(4, (64 if P == 1000 else 8) // (4 if quick else 1))
+        X = torch.randn(P, d)
+        spec = NetSpec(d, (n,) * L, activation="relu")
+        t_loop = best_of(lambda: user_loop(X, inits, L), repeat)
+        t_sim = best_of(lambda: simulate(spec, inits, data=X, layer_stats=False), repeat)
+        f = flops(spec, inits, P)
+        a, b = torch.randn(P, d), torch.randn(d, 8 * n)
+        rate = 2.0 * P * d * 8 * n / best_of(lambda: torch.mm(a, b), repeat)
+        rows.append(dict(d=d, N=n, P=P, L=L, inits=inits, loop_ms_per_init=1e3 * t_loop / inits,
+                         sim_ms_per_init=1e3 * t_sim / inits, ratio=t_loop / t_sim, mm_gflops=rate / 1e9,
+                         sim_roofline=f / t_sim / rate, loop_roofline=f / t_loop / rate))
+    return rows
 
 
 def flops(spec, n_inits, n_data):
@@ -107,11 +146,23 @@ def bench_shortcut(repeat):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--equal-work", action="store_true", help="only the equal-work table (5.)")
+    p.add_argument("--quick", action="store_true", help="fewer inits in the equal-work table")
     args = p.parse_args()
     torch.set_num_threads(int(os.environ.get("IGBSYM_THREADS", "1")))
-    res = dict(threads=torch.get_num_threads(), torch=torch.__version__, loop=bench_loop(args.repeat),
+    eq = bench_equal_work(args.repeat, args.quick)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), best of {args.repeat}")
+    print("[equal work] d=1000 N=100: per-init loop vs simulate(data=X, layer_stats=False); roofline = the same "
+          "FLOPs at torch.mm's rate")
+    for r in eq:
+        print(f"  P={r['P']:>5} L={r['L']:>2} I={r['inits']:>3}: loop {r['loop_ms_per_init']:7.1f} ms/init, simulate "
+              f"{r['sim_ms_per_init']:7.1f} ms/init -> {r['ratio']:.2f}x; roofline: simulate "
+              f"{100 * r['sim_roofline']:.0f} %, loop {100 * r['loop_roofline']:.0f} % (mm {r['mm_gflops']:.1f} GFLOP/s)")
+    if args.equal_work:
+        (Path(__file__).parent / "results_simulate_equal_work.json").write_text(json.dumps(eq, indent=1))
+        return
+    res = dict(threads=torch.get_num_threads(), torch=torch.__version__, equal_work=eq, loop=bench_loop(args.repeat),
                flops=bench_flops(args.repeat), memory=bench_memory(), shortcut=bench_shortcut(args.repeat))
-    print(f"torch {res['torch']}, {res['threads']} thread(s), best of {args.repeat}")
     for r in res["loop"]:
         print(f"[batched vs nn.Sequential loop] d={r['d']} n={r['width']} I={r['inits']} D={r['data']}: "
               f"{r['batched_s']:.2f} s vs {r['loop_s']:.2f} s -> {r['speedup']:.1f}x")

@@ -218,3 +218,15 @@ def test_first_init_reproduces_the_inits_of_one_large_run():
     part = simulate(spec, 6, n_data=64, seed=3, layer_stats=False, first_init=4, init_chunk=4)
     assert torch.equal(whole.mu[4:], part.mu) and torch.equal(whole.var[4:], part.var)
     assert torch.equal(whole.frac[4:], part.frac)
+
+
+def test_penultimate_layer_stats_only():
+    """layer_stats='penultimate' records exactly the last hidden stage of a full run, and nothing else."""
+    spec = NetSpec(6, (8, 8), activation="relu")
+    full = simulate(spec, 5, 40, seed=2, layer_stats=True)
+    last = simulate(spec, 5, 40, seed=2, layer_stats="penultimate")
+    assert last.layers[0] == {} and set(last.layers[1]) == {"act"}
+    assert torch.equal(last.layers[1]["act"].mean, full.layers[1]["act"].mean)
+    assert torch.equal(last.layers[1]["act"].var, full.layers[1]["act"].var)
+    with pytest.raises(InputError, match="penultimate"):
+        simulate(spec, 2, 8, layer_stats="act")

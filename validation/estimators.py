@@ -18,16 +18,35 @@ unbiased for ‖E_χ h‖². Units a_i = s²_i(‖h̄_i‖² − tr Ĉ_i/D) + me
 weights instead of sampling them: the variance they remove is the output layer's (for C = 2 and a one-hidden-layer
 ReLU net most of it). ``weight_var`` may be the known s² (a constant; it cancels when there is no bias) or each
 init's empirical mean of v² (unbiased for s² and independent of h, so a and b stay unbiased).
+
+Gaussian-data estimator 'gaussian-rb' (one hidden layer: Dense → Act → output Dense, data x ~ N(0, I_d)). Given
+the first layer's weights W (columns w_j, any weight law), unit j's pre-activation w_j·x is exactly N(0, ‖w_j‖²),
+so the POPULATION data mean and variance of h_j = φ(w_j·x) are one-dimensional Gaussian integrals
+m_j = E φ(‖w_j‖Z), v_j = Var φ(‖w_j‖Z) (closed forms for relu, leaky_relu, identity, srelu; the library's
+``activation.mean``/``activation.var`` otherwise). With the output layer integrated out as above, the exact
+conditional expectations given W are E[μ_c² | W] = s² ‖m‖² and E[Var_χ O_c | W] = s² Σ_j v_j, so the units
+a_i = ‖m‖², b_i = Σ_j v_j (s² cancels) have the same expectations over W as the plain units' limits (E[plain a_i]
+= E[a_i] for i.i.d. Gaussian data: the plain a_i's 1/D correction makes it unbiased for the population ‖E_χ h‖²,
+and E[plain b_i] = E[b_i]) — no data points at all, and neither the data's nor the output layer's noise. For a
+positively homogeneous φ (relu, leaky_relu, identity) m_j² and v_j are both ∝ ‖w_j‖², so a_i/b_i is the same
+constant for every init: the estimator is exact per init (zero variance). Its SE adds, in quadrature, the
+kernels' stated relative error (``KERNEL_REL``) to the delta-method SE, so an exact-per-init value never reports
+SE = 0 below its rounding.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
 
 from igbsym.errors import InputError
 
 from .stats import Z95, Estimate, _np, gamma_estimate, ratio_estimate
 
-ESTIMATORS = ("plain", "rao-blackwell")
+ESTIMATORS = ("plain", "rao-blackwell", "gaussian-rb")
+KERNEL_REL = 3e-12     # relative error bound of the activation moments (igbsym.gaussian.ERROR, twice, + rounding)
+_WEIGHT_BUDGET = 1 << 22   # weight entries per sampled group of inits (32 MB in float64)
 
 
 def rao_blackwell_units(h_mean, h_trace, n_data: int, weight_var=1.0, bias_sq=None):
@@ -75,16 +94,89 @@ def penultimate(res):
 
 
 def gamma_of_sim(res, estimator: str = "rao-blackwell", method: str = "delta") -> Estimate:
-    """γ̂ of a ``simulate`` run's outputs with the chosen estimator ('plain' | 'rao-blackwell').
+    """γ̂ of a ``simulate`` run's outputs with the chosen estimator ('plain' | 'rao-blackwell' | 'gaussian-rb').
 
     The simulator's output layer is bias-free with i.i.d. zero-mean weights, so Rao–Blackwellisation applies to
-    every NetSpec; it needs the last hidden stage's statistics (``layer_stats``)."""
+    every NetSpec; it needs the last hidden stage's statistics (``layer_stats``). 'gaussian-rb' uses the run's
+    first-layer weights only (regenerated from its seed: init i is seeded by (seed, i) alone) and needs a
+    one-hidden-layer spec run on Gaussian data (``gaussian_rb_reason``)."""
     if estimator == "plain":
         return gamma_estimate(res.mu, res.var, res.n_data, method)
+    if estimator == "gaussian-rb":
+        if res.data_law != "gaussian":
+            raise InputError("gaussian-rb: the simulation must run on the default Gaussian data (data_law='gaussian', "
+                             "no data tensor)")
+        return gamma_gaussian_rb(res.spec, res.n_inits, res.seed, res.first_init, method)
     if estimator != "rao-blackwell":
         raise InputError(f"unknown estimator {estimator!r}; allowed: {', '.join(ESTIMATORS)}")
     st = penultimate(res)
     return gamma_rao_blackwell(st.mean, st.var.sum(1), res.n_data, method=method)
+
+
+# --------------------------------------------------------------------------------------------- gaussian-rb
+def gaussian_rb_reason(spec) -> str | None:
+    """Why 'gaussian-rb' does not apply to ``spec`` (None when it does): it needs Dense → Act → output Dense."""
+    from igbsym.spec import Act, Dense
+    ops = spec.ops
+    if len(ops) != 2 or not isinstance(ops[0], Dense) or not isinstance(ops[1], Act):
+        return ("gaussian-rb needs one hidden layer Dense → activation (no norm, no pool) before the output "
+                "layer; deeper nets: simulate(..., shortcut='gaussian') with estimator 'rao-blackwell'")
+    return None
+
+
+def gaussian_unit_moments(act, sigma):
+    """Mean and variance of φ(σZ), Z ~ N(0, 1), elementwise over ``sigma`` (an ``igbsym.spec.Act`` φ)."""
+    from igbsym import registry
+    from igbsym.spec import HOMOGENEOUS
+    sigma = np.asarray(sigma, float)
+    if act.name in HOMOGENEOUS or act.name == "srelu":
+        slope = 0.0 if act.name == "srelu" else float(act.slope)
+        mean = (1 - slope) * sigma / math.sqrt(2 * math.pi)
+        var = sigma**2 * (1 + slope**2) / 2 - mean**2
+        return mean - (float(act._shift("numpy")) if act.name == "srelu" else 0.0), var
+    kw = dict(activation=act.name, sigma=sigma, a=float(act.a))
+    return registry.get("activation.mean").numpy(**kw), registry.get("activation.var").numpy(**kw)
+
+
+def gaussian_rb_units(spec, first_weights):
+    """Per-init units (a_i, b_i) = (‖m‖², Σ_j v_j) of 'gaussian-rb' (module docstring); first_weights [I, d, n]."""
+    reason = gaussian_rb_reason(spec)
+    if reason:
+        raise InputError(reason)
+    w = _np(first_weights)
+    if w.ndim != 3 or w.shape[1:] != (spec.d_in, spec.widths[0]):
+        raise InputError(f"gaussian-rb: first_weights must be [inits, {spec.d_in}, {spec.widths[0]}], got {w.shape}")
+    mean, var = gaussian_unit_moments(spec.ops[1], np.sqrt((w * w).sum(1)))
+    return (mean**2).sum(1), var.sum(1)
+
+
+def _with_kernel_floor(est: Estimate) -> Estimate:
+    se = math.hypot(est.se, KERNEL_REL * abs(est.value))
+    est.se, est.lo, est.hi = se, est.value - Z95 * se, est.value + Z95 * se
+    return est
+
+
+def gamma_gaussian_rb(spec, n_inits: int, seed: int = 0, first_init: int = 0, method: str = "delta",
+                      progress=None) -> Estimate:
+    """'gaussian-rb' γ̂ ± SE straight from a Spec: inits first_init … first_init + n_inits − 1 (the weights
+    ``simulate`` would draw for them), no data. The estimand is γ of the spec on N(0, I_d) data."""
+    from .simulate import sample_weights
+    if not isinstance(n_inits, (int, np.integer)) or n_inits < 2:
+        raise InputError(f"gaussian-rb: n_inits must be an integer >= 2, got {n_inits!r}")
+    reason = gaussian_rb_reason(spec)
+    if reason:
+        raise InputError(reason)
+    group = max(1, _WEIGHT_BUDGET // (spec.d_in * spec.widths[0]))
+    parts = []
+    for start in range(first_init, first_init + n_inits, group):
+        inits = range(start, min(first_init + n_inits, start + group))
+        parts.append(gaussian_rb_units(spec, sample_weights(spec, inits, seed, "cpu", torch.float64)[0]))
+        if progress is not None:
+            progress((inits.stop - first_init) / n_inits)
+    a, b = (np.concatenate(v) for v in zip(*parts))
+    est = _with_kernel_floor(ratio_estimate(a, b, method, seed=seed))
+    est.method = f"gaussian-rb/{est.method}"
+    return est
 
 
 def paired_difference(units1, units2) -> Estimate:

@@ -27,7 +27,8 @@ shortcut=None, fresh_data=False, first_init=0) -> SimResult``
     shifted power sums. ``shortcut='gaussian'``: first-layer pre-activations of Gaussian data drawn as
     z·Lᵀ with L = chol(WᵀW) and z ~ N(0, I_n) (exact in law for each init given W; needs width ≤ d_in).
     ``fresh_data=True``: each init gets its own dataset (gaussian/uniform/laplace), making inits fully i.i.d.
-    ``layer_stats``: True (every stage), False, or stage names (each costs about one pass over the activations);
+    ``layer_stats``: True (every stage), False, stage names (each costs about one pass over the activations), or
+    'penultimate' (only the last hidden layer's last stage: what the Rao–Blackwellised estimator needs);
     ``moments=4`` adds central m3, m4; ``record=R`` keeps the full values of the first R data points.
     Speed note: with shared CPU cores use torch.set_num_threads(1) (see validation/cli.py).
 
@@ -37,7 +38,7 @@ shortcut=None, fresh_data=False, first_init=0) -> SimResult``
     ``out`` the output ``NodeStats``; ``layers[l][stage]`` a ``NodeStats`` per hidden layer l and stage in
     ``stages(spec)`` ('pre' after Linear, 'norm', 'act', 'pool'); ``records`` {'out' or (l, stage): tensor
     [I, record, n]} holding the first ``record`` data points; ``n_data``, ``n_inits``, ``seed``, ``spec``,
-    ``device``, ``seconds``.
+    ``device``, ``seconds``, ``first_init``, ``data_law`` (None when a data tensor was given).
     ``NodeStats``: ``mean``, ``var`` (unbiased) [I, n]; ``m3``, ``m4`` (central, 1/D) when ``moments=4``.
 
 Helpers: ``sample_weights(spec, inits, seed, device, dtype)`` → list of [I, fan_in, fan_out];
@@ -70,6 +71,7 @@ BLOCK = 4096                       # rows per seeded data block
 _ELEM_BUDGET = 1 << 21             # elements per live [inits, rows, width] tensor (8 MB in float32: small
                                    # enough for the allocator to reuse, large enough for efficient GEMMs)
 _ROWS = 256                        # default data rows per chunk
+SHARED_GEMM = True                 # shared data: first layer as one [rows, d]·[d, I·n] GEMM (else a bmm per init)
 
 
 def _fail(msg):
@@ -293,6 +295,8 @@ class SimResult:
     layers: list
     records: dict = field(default_factory=dict)
     seconds: float = 0.0
+    first_init: int = 0
+    data_law: str | None = "gaussian"     # None when a data tensor was given
 
     @property
     def mu(self) -> torch.Tensor:
@@ -358,17 +362,23 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     ``fresh_data=True`` gives every init its own dataset (see ``fresh_rows``): inits are then fully i.i.d.,
     so standard errors over inits include the dataset's own fluctuation (which a shared dataset freezes).
 
-    ``layer_stats``: True (every stage), False, or a collection of stage names (e.g. ``("act",)``) to
-    accumulate per-node statistics for; each recorded stage costs about one extra pass over the activations.
+    ``layer_stats``: True (every stage), False, a collection of stage names (e.g. ``("act",)``) to
+    accumulate per-node statistics for (each recorded stage costs about one extra pass over the activations), or
+    'penultimate': only the last hidden layer's last stage (``layers[l]`` is then empty for the others).
     """
     n_data = _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk, shortcut, data_law,
                         first_init)
     device = resolve_device(device)
     t0 = time.perf_counter()
     per_layer = layer_stages(spec)
-    keep = set(stages(spec)) if layer_stats is True else set(layer_stats or ())
-    if not keep <= set(stages(spec)):
-        _fail(f"simulate: layer_stats stages must be among {stages(spec)}, got {sorted(keep)}")
+    only_last = isinstance(layer_stats, str) and layer_stats == "penultimate"
+    keep = {per_layer[-1][-1]} if only_last else set(stages(spec)) if layer_stats is True \
+        else set(() if isinstance(layer_stats, str) else layer_stats or ())
+    if not keep <= set(stages(spec)) or (isinstance(layer_stats, str) and not only_last):
+        _fail(f"simulate: layer_stats must be True, False, 'penultimate' or stages among {stages(spec)}, "
+              f"got {layer_stats!r}")
+    wanted = {(l, s) for l in range(len(spec.widths)) for s in keep if s in per_layer[l]
+              and (not only_last or l == len(spec.widths) - 1)}
     b, widest = spec.batch, max(spec.d_in, *spec.widths)
     if chunk is None:
         chunk = max(b, _ROWS // b * b)
@@ -382,15 +392,17 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     for g_start in range(0, n_inits, group):
         inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
+        w0_cat = weights[0].transpose(0, 1).reshape(spec.d_in, -1) \
+            if SHARED_GEMM and not (shortcut or fresh_data) and isinstance(spec.ops[0], Dense) else None
         chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
             if shortcut else None
         acc_out = _Moments(moments)
-        acc = {(l, s): _Moments(moments) for l in range(len(spec.widths)) for s in keep if s in per_layer[l]}
+        acc = {key: _Moments(moments) for key in wanted}
         counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=device)
         rec = {}
 
         def on_stage(layer, stage, h):
-            if stage in keep:
+            if (layer, stage) in wanted:
                 acc[layer, stage].add(h)
             if start == 0 and record:
                 rec[layer, stage] = h[:, :record].to("cpu", copy=True)
@@ -403,7 +415,12 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
             else:
                 x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device,
                                                                                           dtype=dtype)
-            first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t) if shortcut else None
+            if shortcut:
+                first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t)
+            elif w0_cat is not None:   # shared data: the first layer of all inits as ONE GEMM [rows, d]·[d, I·n]
+                first = (x @ w0_cat).view(x.shape[0], len(inits), -1).transpose(0, 1)
+            else:
+                first = None
             o = forward(spec, weights, x, on_stage if (keep or record) else None, first)
             acc_out.add(o)
             counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)
@@ -417,7 +434,8 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
         layer_parts.append({k: v.result() for k, v in acc.items()})
         for k, v in rec.items():
             rec_parts.setdefault(k, []).append(v)
-    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in per_layer[l] if s in keep}
+    layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in per_layer[l] if (l, s) in wanted}
               for l in range(len(spec.widths))] if keep else []
     return SimResult(spec, n_inits, n_data, seed, str(device), NodeStats.cat(outs), torch.cat(fracs), layers,
-                     {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0)
+                     {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0, first_init,
+                     None if data is not None else data_law)

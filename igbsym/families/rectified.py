@@ -123,6 +123,7 @@ def _mp_var(mu, sigma):
 _MP_SERIES_FROM = 10**6
 _MP_ZERO_BELOW = 10**100
 _MILLER_TERMS = 20.0  # backward start N >= (sqrt(n) + 20/|t|)^2: the dominant solution is e^{-40} ~ 4e-18 smaller
+_MILLER_MIN = 24      # ... and at least n + 24 steps: each step contracts the error by <= (k - 1)/(k - 1 + t²) < 1/2
 
 
 def _log_unit_moment(n: int, t) -> np.ndarray:
@@ -147,7 +148,7 @@ def _log_unit_moment(n: int, t) -> np.ndarray:
     back = ~fwd
     if back.any():
         tb = t[back]
-        top = int(np.ceil((np.sqrt(n) + _MILLER_TERMS / np.abs(tb).min()) ** 2)) + 2
+        top = max(int(np.ceil((np.sqrt(n) + _MILLER_TERMS / np.abs(tb).min()) ** 2)) + 2, n + _MILLER_MIN)
         g, lp = np.zeros(tb.shape), np.zeros(tb.shape)
         for k in range(top + 1, 1, -1):  # g = g_k -> g_{k-1}
             g = (k - 1) / (g - tb)
