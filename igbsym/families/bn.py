@@ -92,6 +92,9 @@ def _lower_tail(b, B, canonical: bool):
     * |b| >= 6 and B >= 100: ∫_{|b|}^∞ f(s) ds = f(|b|) ∫_0^∞ e^{-r} s'(r) dr with r the drop of the log-density
       from |b| (s(r) in closed form) and the 40-point Gauss–Laguerre rule: s'(r) is analytic with its nearest
       singularity at r ≈ -b²/2 <= -18, so the rule is exact to rounding;
+    * near the centre, where the central mass I_y(1/2, a) = P(|V| <= |b|) is at most 1/2: (1 - I_y(1/2, a))/2,
+      with I_y computed directly (y = 1 - x without cancellation; SciPy's complement betaincc(1/2, 1/2, y) loses
+      up to all digits for y < 1e-12, and x = 1 - y rounds to 1 for |b| < 1e-8, e.g. B = 3 at b = 6e-8);
     * otherwise SciPy's regularised incomplete beta, through its complement I_y(1/2, a) where x > 1/2 (no 1 - I).
     """
     b, B = np.broadcast_arrays(np.abs(np.asarray(b, float)), np.asarray(B, float))
@@ -104,7 +107,9 @@ def _lower_tail(b, B, canonical: bool):
     else:
         x, y = B / (B + u), u / (B + u)
     with np.errstate(all="ignore"):
-        out = np.where(x <= 0.5, special.betainc(a, 0.5, x), special.betaincc(0.5, a, y)) / 2
+        central = special.betainc(0.5, a, y)
+        out = np.where(central <= 0.5, (1 - central) / 2,
+                       np.where(x <= 0.5, special.betainc(a, 0.5, x), special.betaincc(0.5, a, y)) / 2)
         quad = (b >= _TAIL_QUAD_FROM) & (B >= _TAIL_QUAD_B) & (x > 0)
         if quad.any():
             out = out.copy()
@@ -142,10 +147,20 @@ def _cdf_from_tail(b, B, canonical: bool):
     return np.where(np.asarray(b) < 0, lower, 1 - lower)
 
 
+_MP_CENTRAL_TO = 2      # |b| up to which the mp tail (B >= 100) is 1/2 minus the central mass (tail >= Phi(-2)/2)
+_MP_BETAINC_DROP = 1000  # log-density drop f(0)/f(|b|) up to which mpmath.betainc is used (tail >= ~1e-440)
+
+
 def _mp_tail(b, B, canonical: bool):
-    """P(V <= -|b|) in mpmath: the incomplete beta for B < 100; for B >= 100 mpmath.quad of the density tail in the
-    log-density drop r (the substitution of _laguerre_tail, smooth with weight e^{-r}; an integrable endpoint
-    singularity only at b = 0), with the normalising Γ ratio at log2(B) extra bits."""
+    """P(V <= -|b|) in mpmath: the incomplete beta I_x((B-2)/2, 1/2)/2 for B < 100; for B >= 100 (all at
+    log2(B) extra bits, the condition number of x = 1 - b²/B near 1):
+
+    * |b| <= 2: 1/2 - ∫_0^{|b|} f(s) ds (a smooth integrand on a short interval; the tail is >= 0.02, so the
+      subtraction costs under two digits, which the guard precision of ``ClosedForm.mp`` absorbs);
+    * a log-density drop d = -log(f(|b|)/f(0)) <= 1000: mpmath.betainc (its hypergeometric series stops
+      converging only for tails far below 1e-1000, e.g. B = 1e6, b = 100);
+    * beyond: ∫_{|b|}^sup f(s) ds in the log-density drop r (the substitution of _laguerre_tail): weight e^{-r}
+      times s'(r), analytic for r > -d, so tanh-sinh converges."""
     a, h = abs(b), mpmath.mpf(1) / 2
     m = B - 1 if canonical else B
     if canonical and a * a >= m:
@@ -155,17 +170,21 @@ def _mp_tail(b, B, canonical: bool):
         return mpmath.betainc((B - 2) / 2, h, 0, x, regularized=True) / 2
     with mpmath.extraprec(int(mpmath.log(B, 2)) + 20):
         c = mpmath.exp(mpmath.loggamma((B - 1) / 2) - mpmath.loggamma((B - 2) / 2)) / mpmath.sqrt(mpmath.pi * m)
-        if canonical:
-            level = mpmath.log1p(-a * a / m)
-            s2 = lambda r: -m * mpmath.expm1(level - 2 * r / (B - 4))  # noqa: E731
-            ds = lambda r: (m - s2(r)) / ((B - 4) * mpmath.sqrt(s2(r)))  # noqa: E731
-            f0 = c * mpmath.exp((B - 4) / 2 * level)
-        else:
-            level = mpmath.log1p(a * a / m)
-            s2 = lambda r: m * mpmath.expm1(level + 2 * r / (B - 1))  # noqa: E731
-            ds = lambda r: (m + s2(r)) / ((B - 1) * mpmath.sqrt(s2(r)))  # noqa: E731
-            f0 = c * mpmath.exp(-(B - 1) / 2 * level)
-        return f0 * mpmath.quad(lambda r: mpmath.exp(-r) * ds(r), [0, 1, 4, 16, 64, 256, mpmath.inf])
+        power, sign = ((B - 4) / 2, -1) if canonical else (-(B - 1) / 2, 1)
+        if a <= _MP_CENTRAL_TO:
+            f = lambda s: c * mpmath.exp(power * mpmath.log1p(sign * s * s / m))  # noqa: E731
+            return h - mpmath.quad(f, [0, a])
+        level = mpmath.log1p(sign * a * a / m)
+        if -power * level <= _MP_BETAINC_DROP:
+            x = 1 - a * a / m if canonical else B / (B + a * a)
+            return mpmath.betainc((B - 2) / 2, h, 0, x, regularized=True) / 2
+        rate = 2 / (B - 4) if canonical else 2 / (B - 1)  # s² = m (e^{level + sign·rate·r} - 1)·sign
+
+        def ds(r):
+            s2 = sign * m * mpmath.expm1(level + sign * rate * r)
+            return (m + sign * s2) * rate / (2 * mpmath.sqrt(s2))
+        return c * mpmath.exp(power * level) * mpmath.quad(lambda r: mpmath.exp(-r) * ds(r),
+                                                             [0, 1, 4, 16, 64, 256, mpmath.inf])
 
 
 def _mp_cdf(b, B, canonical: bool):
