@@ -341,9 +341,25 @@ _LARGE_GAMMA = {
 }
 LIMIT = Provenance(NORM, "App. E.1.2 (binomial/Stirling argument after Eq. 50), made quantitative",
                    "error O(1/B^2); B -> inf gives N(0,1) and the no-BN ReLU value gamma = 1/(pi-1)")
+_LARGE_PDF_POLY = {"proxy": (-5.0, 2.0, 1.0), "canonical": (3.0, -6.0, 1.0)}  # ±P(b) in powers of b² (as above)
+_LARGE_PDF_SIGN = {"proxy": 1.0, "canonical": -1.0}
+
+
+def _large_pdf(estimator, b, B):
+    """phi(b)[1 ± P(b)/(4B)] in log space: log phi(b) + log|1 ± P/(4B)|, so no 0·inf where b⁴ overflows. For
+    b² > 1e150, exp(-b²/2) is below the smallest subnormal whatever the polynomial factor (< 1e600), so the value
+    is a signed 0 (the sign of the bracket: negative for the canonical law at large b)."""
+    u = np.square(np.asarray(b, dtype=float))
+    safe = np.minimum(u, 1e150)
+    bracket = 1 + _LARGE_PDF_SIGN[estimator] * np.polynomial.polynomial.polyval(safe, _LARGE_PDF_POLY[estimator]) / (
+        4 * np.asarray(B, dtype=float))
+    log_value = np.where(u > 1e150, -np.inf, -safe / 2 + np.log(np.abs(bracket))) - 0.5 * np.log(2 * np.pi)
+    return np.sign(bracket) * np.exp(log_value)
+
+
 register(ClosedForm(
     "bn.pdf_large_B", "Large-B expansion of the BatchNorm value's density: phi(b)[1 + P(b)/(4B)] + O(1/B^2).",
-    (BVAL, B_PARAM, ESTIMATOR), LIMIT, builder=lambda estimator: _LARGE_PDF[estimator]))
+    (BVAL, B_PARAM, ESTIMATOR), LIMIT, builder=lambda estimator: _LARGE_PDF[estimator], kernel=_large_pdf))
 register(ClosedForm(
     "bn.gamma_large_B", "Large-B expansion of gamma of BN + ReLU: 1/(pi-1) + c/B + O(1/B^2).",
     (B_PARAM, ESTIMATOR), LIMIT, builder=lambda estimator: _LARGE_GAMMA[estimator]))
@@ -356,13 +372,31 @@ def _log_ratio(u, B):
     return 0.5 * np.log(B / (B - 1)) + (B - 4) / 2 * np.log1p(-u / (B - 1)) + (B - 1) / 2 * np.log1p(u / B)
 
 
+# B·log(f_c/f_p) in powers of ε = 1/B (SymPy series; tests/test_bn.py re-derives them): the direct form above cancels
+# terms of size u/2 down to O(u²/B), so its rounding moves the root by ~ 1e-16·B; from B = 1e6 the series is used
+# (first omitted term O(u⁴ε⁴) < 1e-21 near the root u ≈ 1 + √2).
+_RATIO_SERIES_FROM = 1e6
+_RATIO_SERIES = ((0.5, 1.0, -0.5), (0.25, 1.5, 0.75), (1 / 6, 1.5, 1.25, 0.0, -0.25), (0.125, 1.5, 2.0, 1.0, 0.125))
+
+
+def _scaled_log_ratio_series(u, B):
+    eps, total = 1.0 / B, 0.0
+    for power, coeffs in enumerate(_RATIO_SERIES):
+        total += eps**power * np.polynomial.polynomial.polyval(u, coeffs)
+    return total
+
+
 _GL20 = np.polynomial.legendre.leggauss(20)
 
 
 def density_crossing(B: float) -> float:
     """The u = b² > 0 where f_canonical = f_proxy (B >= 5): the log-ratio increases up to u* = (2B+1)/(2B-5),
-    then falls to -inf at u = B - 1, and is positive at 0, so there is exactly one root, in (u*, B - 1)."""
-    lo, hi = (2 * B + 1) / (2 * B - 5), (B - 1) * (1 - 1e-12)  # log-ratio at hi <= 0.35 (B-1) - 13.8 (B-4) < 0
+    then falls to -inf at u = B - 1, and is positive at 0, so there is exactly one root, in (u*, B - 1).
+    For B >= 1e6 the root of the 1/B series, in (u*, 4) (the series is 1 + O(1/B) at u* and -3.5 + O(1/B) at 4)."""
+    lo = (2 * B + 1) / (2 * B - 5)
+    if B >= _RATIO_SERIES_FROM:
+        return optimize.brentq(_scaled_log_ratio_series, lo, 4.0, args=(B,), xtol=1e-15)
+    hi = (B - 1) * (1 - 1e-12)  # log-ratio at hi <= 0.35 (B-1) - 13.8 (B-4) < 0
     return optimize.brentq(_log_ratio, lo, hi, args=(B,), xtol=1e-14)
 
 
@@ -385,16 +419,21 @@ def _tv_numpy(B):
 
 
 def _tv_mp(B):
+    """The same construction in mpmath, at 2 log2(B) + 30 extra bits (the log-ratio cancels O(1) terms down to
+    O(1/B), and the crossing's TV is stationary, so its root error enters squared): findroot from the double
+    root, then the Beta mass of [x2, x1] by mpmath.quad (a smooth integrand on a short interval)."""
     B, h2 = mpmath.mpf(B), mpmath.mpf(1) / 2
-    ibeta = lambda x: mpmath.betainc((B - 2) / 2, h2, 0, x, regularized=True)  # noqa: E731
     if B < 5:
-        return ibeta(B / (2 * B - 1))
-    h = lambda u: (mpmath.log(B / (B - 1)) / 2 + (B - 4) / 2 * mpmath.log1p(-u / (B - 1))  # noqa: E731
-                   + (B - 1) / 2 * mpmath.log1p(u / B))
-    u = mpmath.findroot(h, mpmath.mpf(density_crossing(float(B))))  # secant from the double-precision root
-    canon = 1 - ibeta(1 - u / (B - 1)) / 2
-    proxy = 1 - ibeta(B / (B + u)) / 2
-    return 2 * (canon - proxy)
+        return mpmath.betainc((B - 2) / 2, h2, 0, B / (2 * B - 1), regularized=True)
+    with mpmath.extraprec(2 * int(mpmath.log(B, 2)) + 30):
+        h = lambda u: (mpmath.log1p(1 / (B - 1)) / 2 + (B - 4) / 2 * mpmath.log1p(-u / (B - 1))  # noqa: E731
+                       + (B - 1) / 2 * mpmath.log1p(u / B))
+        u = mpmath.findroot(h, mpmath.mpf(density_crossing(float(B))))  # secant from the double-precision root
+        x2, width = u / (B + u), u * (1 + u) / ((B - 1) * (B + u))
+        a = (B - 2) / 2
+        norm = mpmath.exp(mpmath.loggamma(a + h2) - mpmath.loggamma(a)) / mpmath.sqrt(mpmath.pi)
+        dens = lambda t: mpmath.exp(-mpmath.log(t) / 2 + (a - 1) * mpmath.log1p(-t))  # noqa: E731
+        return norm * mpmath.quad(dens, [x2, x2 + width])
 
 
 register(ClosedForm(
@@ -405,5 +444,6 @@ register(ClosedForm(
                "crossing and TV = P(|B~| > sqrt(B-1))"),
     builder=lambda: NumericRoute(
         _tv_numpy, _tv_mp, "root of the density log-ratio (Brent; mpmath secant) + Beta mass between the two CDF arguments",
-        "relative error <= 1e-13 for B <= 1e9 (tests: the 50-digit mpmath route); the TV is stationary in the crossing point, so root error enters squared",
+        "relative error <= 1e-13 for every B (tests: a quadrature of |f_c - f_p| and the large-B expansion); the TV is "
+        "stationary in the crossing point, so root error enters squared",
         sp.Integral(sp.Abs(PROXY_PDF - CANON_PDF), (b, -sp.oo, sp.oo)) / 2)))
