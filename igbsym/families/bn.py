@@ -82,6 +82,7 @@ _GLAG_X, _GLAG_W = np.polynomial.laguerre.laggauss(40)
 _TAIL_QUAD_FROM = 6.0     # |b| at and beyond which the lower tail is the Laguerre integral (B >= _TAIL_QUAD_B)
 _TAIL_QUAD_B = 100.0
 _EXPANSION_FROM = 1e16    # B at and beyond which the 1/B expansion is used (next term < (40^4/B)^2 < 1e-20)
+_PHI_ZERO_FROM = 40.0     # |b| beyond which phi(b)(|b|^3 + 5|b|)/(4B) < e^{-800} |b|^3/B rounds to 0 in double
 
 
 def _lower_tail(b, B, canonical: bool):
@@ -116,11 +117,14 @@ def _lower_tail(b, B, canonical: bool):
             out[quad] = _laguerre_tail(b[quad], B[quad], canonical)
         big = B >= _EXPANSION_FROM
         if big.any():
-            bb, BB = b[big], B[big]
+            bb, BB = np.minimum(b[big], _PHI_ZERO_FROM), B[big]  # beyond 40 the phi term is exactly 0
             poly = bb**3 + 5 * bb if not canonical else bb**3 - 3 * bb
             out = out.copy()
-            out[big] = special.ndtr(-bb) + np.exp(-bb * bb / 2) / np.sqrt(2 * np.pi) * poly / (4 * BB) * (
-                -1 if canonical else 1)
+            out[big] = special.ndtr(-b[big]) + np.where(
+                b[big] >= _PHI_ZERO_FROM, 0.0,
+                np.exp(-bb * bb / 2) / np.sqrt(2 * np.pi) * poly / (4 * BB) * (-1 if canonical else 1))
+        if canonical:
+            out = np.where(x > 0, out, 0.0)  # |b| >= sqrt(B-1): outside the support
     return out.reshape(shape)
 
 
