@@ -82,6 +82,7 @@ _GLAG_X, _GLAG_W = np.polynomial.laguerre.laggauss(40)
 _TAIL_QUAD_FROM = 6.0     # |b| at and beyond which the lower tail is the Laguerre integral (B >= _TAIL_QUAD_B)
 _TAIL_QUAD_B = 100.0
 _EXPANSION_FROM = 1e16    # B at and beyond which the 1/B expansion is used (next term < (40^4/B)^2 < 1e-20)
+_PHI_ZERO_FROM = 40.0     # |b| beyond which phi(b)(|b|^3 + 5|b|)/(4B) < e^{-800} |b|^3/B rounds to 0 in double
 
 
 def _lower_tail(b, B, canonical: bool):
@@ -92,6 +93,9 @@ def _lower_tail(b, B, canonical: bool):
     * |b| >= 6 and B >= 100: ∫_{|b|}^∞ f(s) ds = f(|b|) ∫_0^∞ e^{-r} s'(r) dr with r the drop of the log-density
       from |b| (s(r) in closed form) and the 40-point Gauss–Laguerre rule: s'(r) is analytic with its nearest
       singularity at r ≈ -b²/2 <= -18, so the rule is exact to rounding;
+    * near the centre, where the central mass I_y(1/2, a) = P(|V| <= |b|) is at most 1/2: (1 - I_y(1/2, a))/2,
+      with I_y computed directly (y = 1 - x without cancellation; SciPy's complement betaincc(1/2, 1/2, y) loses
+      up to all digits for y < 1e-12, and x = 1 - y rounds to 1 for |b| < 1e-8, e.g. B = 3 at b = 6e-8);
     * otherwise SciPy's regularised incomplete beta, through its complement I_y(1/2, a) where x > 1/2 (no 1 - I).
     """
     b, B = np.broadcast_arrays(np.abs(np.asarray(b, float)), np.asarray(B, float))
@@ -104,18 +108,23 @@ def _lower_tail(b, B, canonical: bool):
     else:
         x, y = B / (B + u), u / (B + u)
     with np.errstate(all="ignore"):
-        out = np.where(x <= 0.5, special.betainc(a, 0.5, x), special.betaincc(0.5, a, y)) / 2
+        central = special.betainc(0.5, a, y)
+        out = np.where(central <= 0.5, (1 - central) / 2,
+                       np.where(x <= 0.5, special.betainc(a, 0.5, x), special.betaincc(0.5, a, y)) / 2)
         quad = (b >= _TAIL_QUAD_FROM) & (B >= _TAIL_QUAD_B) & (x > 0)
         if quad.any():
             out = out.copy()
             out[quad] = _laguerre_tail(b[quad], B[quad], canonical)
         big = B >= _EXPANSION_FROM
         if big.any():
-            bb, BB = b[big], B[big]
+            bb, BB = np.minimum(b[big], _PHI_ZERO_FROM), B[big]  # beyond 40 the phi term is exactly 0
             poly = bb**3 + 5 * bb if not canonical else bb**3 - 3 * bb
             out = out.copy()
-            out[big] = special.ndtr(-bb) + np.exp(-bb * bb / 2) / np.sqrt(2 * np.pi) * poly / (4 * BB) * (
-                -1 if canonical else 1)
+            out[big] = special.ndtr(-b[big]) + np.where(
+                b[big] >= _PHI_ZERO_FROM, 0.0,
+                np.exp(-bb * bb / 2) / np.sqrt(2 * np.pi) * poly / (4 * BB) * (-1 if canonical else 1))
+        if canonical:
+            out = np.where(x > 0, out, 0.0)  # |b| >= sqrt(B-1): outside the support
     return out.reshape(shape)
 
 
@@ -142,10 +151,20 @@ def _cdf_from_tail(b, B, canonical: bool):
     return np.where(np.asarray(b) < 0, lower, 1 - lower)
 
 
+_MP_CENTRAL_TO = 2      # |b| up to which the mp tail (B >= 100) is 1/2 minus the central mass (tail >= Phi(-2)/2)
+_MP_BETAINC_DROP = 1000  # log-density drop f(0)/f(|b|) up to which mpmath.betainc is used (tail >= ~1e-440)
+
+
 def _mp_tail(b, B, canonical: bool):
-    """P(V <= -|b|) in mpmath: the incomplete beta for B < 100; for B >= 100 mpmath.quad of the density tail in the
-    log-density drop r (the substitution of _laguerre_tail, smooth with weight e^{-r}; an integrable endpoint
-    singularity only at b = 0), with the normalising Γ ratio at log2(B) extra bits."""
+    """P(V <= -|b|) in mpmath: the incomplete beta I_x((B-2)/2, 1/2)/2 for B < 100; for B >= 100 (all at
+    log2(B) extra bits, the condition number of x = 1 - b²/B near 1):
+
+    * |b| <= 2: 1/2 - ∫_0^{|b|} f(s) ds (a smooth integrand on a short interval; the tail is >= 0.02, so the
+      subtraction costs under two digits, which the guard precision of ``ClosedForm.mp`` absorbs);
+    * a log-density drop d = -log(f(|b|)/f(0)) <= 1000: mpmath.betainc (its hypergeometric series stops
+      converging only for tails far below 1e-1000, e.g. B = 1e6, b = 100);
+    * beyond: ∫_{|b|}^sup f(s) ds in the log-density drop r (the substitution of _laguerre_tail): weight e^{-r}
+      times s'(r), analytic for r > -d, so tanh-sinh converges."""
     a, h = abs(b), mpmath.mpf(1) / 2
     m = B - 1 if canonical else B
     if canonical and a * a >= m:
@@ -155,17 +174,21 @@ def _mp_tail(b, B, canonical: bool):
         return mpmath.betainc((B - 2) / 2, h, 0, x, regularized=True) / 2
     with mpmath.extraprec(int(mpmath.log(B, 2)) + 20):
         c = mpmath.exp(mpmath.loggamma((B - 1) / 2) - mpmath.loggamma((B - 2) / 2)) / mpmath.sqrt(mpmath.pi * m)
-        if canonical:
-            level = mpmath.log1p(-a * a / m)
-            s2 = lambda r: -m * mpmath.expm1(level - 2 * r / (B - 4))  # noqa: E731
-            ds = lambda r: (m - s2(r)) / ((B - 4) * mpmath.sqrt(s2(r)))  # noqa: E731
-            f0 = c * mpmath.exp((B - 4) / 2 * level)
-        else:
-            level = mpmath.log1p(a * a / m)
-            s2 = lambda r: m * mpmath.expm1(level + 2 * r / (B - 1))  # noqa: E731
-            ds = lambda r: (m + s2(r)) / ((B - 1) * mpmath.sqrt(s2(r)))  # noqa: E731
-            f0 = c * mpmath.exp(-(B - 1) / 2 * level)
-        return f0 * mpmath.quad(lambda r: mpmath.exp(-r) * ds(r), [0, 1, 4, 16, 64, 256, mpmath.inf])
+        power, sign = ((B - 4) / 2, -1) if canonical else (-(B - 1) / 2, 1)
+        if a <= _MP_CENTRAL_TO:
+            f = lambda s: c * mpmath.exp(power * mpmath.log1p(sign * s * s / m))  # noqa: E731
+            return h - mpmath.quad(f, [0, a])
+        level = mpmath.log1p(sign * a * a / m)
+        if -power * level <= _MP_BETAINC_DROP:
+            x = 1 - a * a / m if canonical else B / (B + a * a)
+            return mpmath.betainc((B - 2) / 2, h, 0, x, regularized=True) / 2
+        rate = 2 / (B - 4) if canonical else 2 / (B - 1)  # s² = m (e^{level + sign·rate·r} - 1)·sign
+
+        def ds(r):
+            s2 = sign * m * mpmath.expm1(level + sign * rate * r)
+            return (m + sign * s2) * rate / (2 * mpmath.sqrt(s2))
+        return c * mpmath.exp(power * level) * mpmath.quad(lambda r: mpmath.exp(-r) * ds(r),
+                                                             [0, 1, 4, 16, 64, 256, mpmath.inf])
 
 
 def _mp_cdf(b, B, canonical: bool):
@@ -322,9 +345,25 @@ _LARGE_GAMMA = {
 }
 LIMIT = Provenance(NORM, "App. E.1.2 (binomial/Stirling argument after Eq. 50), made quantitative",
                    "error O(1/B^2); B -> inf gives N(0,1) and the no-BN ReLU value gamma = 1/(pi-1)")
+_LARGE_PDF_POLY = {"proxy": (-5.0, 2.0, 1.0), "canonical": (3.0, -6.0, 1.0)}  # ±P(b) in powers of b² (as above)
+_LARGE_PDF_SIGN = {"proxy": 1.0, "canonical": -1.0}
+
+
+def _large_pdf(estimator, b, B):
+    """phi(b)[1 ± P(b)/(4B)] in log space: log phi(b) + log|1 ± P/(4B)|, so no 0·inf where b⁴ overflows. For
+    b² > 1e150, exp(-b²/2) is below the smallest subnormal whatever the polynomial factor (< 1e600), so the value
+    is a signed 0 (the sign of the bracket: negative for the canonical law at large b)."""
+    u = np.square(np.asarray(b, dtype=float))
+    safe = np.minimum(u, 1e150)
+    bracket = 1 + _LARGE_PDF_SIGN[estimator] * np.polynomial.polynomial.polyval(safe, _LARGE_PDF_POLY[estimator]) / (
+        4 * np.asarray(B, dtype=float))
+    log_value = np.where(u > 1e150, -np.inf, -safe / 2 + np.log(np.abs(bracket))) - 0.5 * np.log(2 * np.pi)
+    return np.sign(bracket) * np.exp(log_value)
+
+
 register(ClosedForm(
     "bn.pdf_large_B", "Large-B expansion of the BatchNorm value's density: phi(b)[1 + P(b)/(4B)] + O(1/B^2).",
-    (BVAL, B_PARAM, ESTIMATOR), LIMIT, builder=lambda estimator: _LARGE_PDF[estimator]))
+    (BVAL, B_PARAM, ESTIMATOR), LIMIT, builder=lambda estimator: _LARGE_PDF[estimator], kernel=_large_pdf))
 register(ClosedForm(
     "bn.gamma_large_B", "Large-B expansion of gamma of BN + ReLU: 1/(pi-1) + c/B + O(1/B^2).",
     (B_PARAM, ESTIMATOR), LIMIT, builder=lambda estimator: _LARGE_GAMMA[estimator]))
@@ -337,13 +376,31 @@ def _log_ratio(u, B):
     return 0.5 * np.log(B / (B - 1)) + (B - 4) / 2 * np.log1p(-u / (B - 1)) + (B - 1) / 2 * np.log1p(u / B)
 
 
+# B·log(f_c/f_p) in powers of ε = 1/B (SymPy series; tests/test_bn.py re-derives them): the direct form above cancels
+# terms of size u/2 down to O(u²/B), so its rounding moves the root by ~ 1e-16·B; from B = 1e6 the series is used
+# (first omitted term O(u⁴ε⁴) < 1e-21 near the root u ≈ 1 + √2).
+_RATIO_SERIES_FROM = 1e6
+_RATIO_SERIES = ((0.5, 1.0, -0.5), (0.25, 1.5, 0.75), (1 / 6, 1.5, 1.25, 0.0, -0.25), (0.125, 1.5, 2.0, 1.0, 0.125))
+
+
+def _scaled_log_ratio_series(u, B):
+    eps, total = 1.0 / B, 0.0
+    for power, coeffs in enumerate(_RATIO_SERIES):
+        total += eps**power * np.polynomial.polynomial.polyval(u, coeffs)
+    return total
+
+
 _GL20 = np.polynomial.legendre.leggauss(20)
 
 
 def density_crossing(B: float) -> float:
     """The u = b² > 0 where f_canonical = f_proxy (B >= 5): the log-ratio increases up to u* = (2B+1)/(2B-5),
-    then falls to -inf at u = B - 1, and is positive at 0, so there is exactly one root, in (u*, B - 1)."""
-    lo, hi = (2 * B + 1) / (2 * B - 5), (B - 1) * (1 - 1e-12)  # log-ratio at hi <= 0.35 (B-1) - 13.8 (B-4) < 0
+    then falls to -inf at u = B - 1, and is positive at 0, so there is exactly one root, in (u*, B - 1).
+    For B >= 1e6 the root of the 1/B series, in (u*, 4) (the series is 1 + O(1/B) at u* and -3.5 + O(1/B) at 4)."""
+    lo = (2 * B + 1) / (2 * B - 5)
+    if B >= _RATIO_SERIES_FROM:
+        return optimize.brentq(_scaled_log_ratio_series, lo, 4.0, args=(B,), xtol=1e-15)
+    hi = (B - 1) * (1 - 1e-12)  # log-ratio at hi <= 0.35 (B-1) - 13.8 (B-4) < 0
     return optimize.brentq(_log_ratio, lo, hi, args=(B,), xtol=1e-14)
 
 
@@ -366,16 +423,21 @@ def _tv_numpy(B):
 
 
 def _tv_mp(B):
+    """The same construction in mpmath, at 2 log2(B) + 30 extra bits (the log-ratio cancels O(1) terms down to
+    O(1/B), and the crossing's TV is stationary, so its root error enters squared): findroot from the double
+    root, then the Beta mass of [x2, x1] by mpmath.quad (a smooth integrand on a short interval)."""
     B, h2 = mpmath.mpf(B), mpmath.mpf(1) / 2
-    ibeta = lambda x: mpmath.betainc((B - 2) / 2, h2, 0, x, regularized=True)  # noqa: E731
     if B < 5:
-        return ibeta(B / (2 * B - 1))
-    h = lambda u: (mpmath.log(B / (B - 1)) / 2 + (B - 4) / 2 * mpmath.log1p(-u / (B - 1))  # noqa: E731
-                   + (B - 1) / 2 * mpmath.log1p(u / B))
-    u = mpmath.findroot(h, mpmath.mpf(density_crossing(float(B))))  # secant from the double-precision root
-    canon = 1 - ibeta(1 - u / (B - 1)) / 2
-    proxy = 1 - ibeta(B / (B + u)) / 2
-    return 2 * (canon - proxy)
+        return mpmath.betainc((B - 2) / 2, h2, 0, B / (2 * B - 1), regularized=True)
+    with mpmath.extraprec(2 * int(mpmath.log(B, 2)) + 30):
+        h = lambda u: (mpmath.log1p(1 / (B - 1)) / 2 + (B - 4) / 2 * mpmath.log1p(-u / (B - 1))  # noqa: E731
+                       + (B - 1) / 2 * mpmath.log1p(u / B))
+        u = mpmath.findroot(h, mpmath.mpf(density_crossing(float(B))))  # secant from the double-precision root
+        x2, width = u / (B + u), u * (1 + u) / ((B - 1) * (B + u))
+        a = (B - 2) / 2
+        norm = mpmath.exp(mpmath.loggamma(a + h2) - mpmath.loggamma(a)) / mpmath.sqrt(mpmath.pi)
+        dens = lambda t: mpmath.exp(-mpmath.log(t) / 2 + (a - 1) * mpmath.log1p(-t))  # noqa: E731
+        return norm * mpmath.quad(dens, [x2, x2 + width])
 
 
 register(ClosedForm(
@@ -386,5 +448,6 @@ register(ClosedForm(
                "crossing and TV = P(|B~| > sqrt(B-1))"),
     builder=lambda: NumericRoute(
         _tv_numpy, _tv_mp, "root of the density log-ratio (Brent; mpmath secant) + Beta mass between the two CDF arguments",
-        "relative error <= 1e-13 for B <= 1e9 (tests: the 50-digit mpmath route); the TV is stationary in the crossing point, so root error enters squared",
+        "relative error <= 1e-13 for every B (tests: a quadrature of |f_c - f_p| and the large-B expansion); the TV is "
+        "stationary in the crossing point, so root error enters squared",
         sp.Integral(sp.Abs(PROXY_PDF - CANON_PDF), (b, -sp.oo, sp.oo)) / 2)))

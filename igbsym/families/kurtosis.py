@@ -8,6 +8,7 @@ Notation: u = (1 + a^4)/(1 + a^2)^2 in [1/2, 1]; in raw-moment coordinates m = (
 E[y_i^2 y_j^2]/sigma2^2, the affine map A is the homogeneous 2x2 map M = [[2u kappa_w/w, 3(w-1)/w], [2u/w, (w-1)/w]],
 so kappa_L = lam_+^L (P_+ m_0)_1 + lam_-^L (P_- m_0)_1 with the eigenvalues lam_+- of M and its spectral projectors.
 """
+import mpmath
 import numpy as np
 import sympy as sp
 from scipy import special
@@ -118,6 +119,45 @@ def _p_small_kernel(eps, n, kappa):
     return special.gammainc(shape, shape * eps)
 
 
+_MP_GAMMAINC_TO = 1000  # shape up to which mpmath.gammainc is used (beyond, its series stops converging near x = s)
+
+
+def _mp_p_small(eps, n, kappa):
+    """P(s, s·eps) = γ(s, s eps)/Γ(s), s = n/(kappa - (n-3)/(n-1)), in mpmath. For s > 1000 (mpmath.gammainc raises
+    NoConvergence from s ≈ 1e5 near x = s) the defining integral in v = log(t/s):
+
+        P = C ∫_{-∞}^{log eps} exp(-s g(v)) dv,  g(v) = e^v - 1 - v >= 0,  C = s^s e^{-s}/Γ(s),
+
+    (and 1 - C ∫_{log eps}^{∞} for eps > 1), integrated from the endpoint L = log eps outwards on the scale
+    l = min(1/√s, 1/(s |e^L - 1|)) of the integrand there, with the drop s[g(L + d) - g(L)] = s[(e^L - 1) d +
+    e^L (e^d - 1 - d)] written as a sum of two non-negative terms (no cancellation), at log2(s (1 + g(L))) extra
+    bits for the exponent of size s g(L) and for C."""
+    s = n / ((kappa - 1) + 2 / (n - 1))
+    if s <= _MP_GAMMAINC_TO:
+        return mpmath.gammainc(s, 0, s * eps, regularized=True)
+    lower = eps <= 1
+    L = mpmath.log(eps)
+    with mpmath.extraprec(int(mpmath.log(s * (1 + abs(L)), 2)) + 40):
+        gL = mpmath.expm1(L) - L
+        with mpmath.extraprec(int(mpmath.log(s * (1 + gL), 2))):
+            C = mpmath.exp(s * mpmath.log(s) - s - mpmath.loggamma(s))
+            head = mpmath.exp(-s * gL)
+        step = min(1 / mpmath.sqrt(s), 1 / (s * abs(mpmath.expm1(L)))) if L != 0 else 1 / mpmath.sqrt(s)
+        direction = -1 if lower else 1
+        eL, e1 = mpmath.exp(L), mpmath.expm1(L)
+
+        def drop(y):
+            d = direction * step * y
+            return s * (e1 * d + eL * (mpmath.expm1(d) - d))
+        # drop is convex with drop(0) = 0, so the rest beyond Y is <= ∫_Y^∞ e^{-drop(Y) y/Y} = Y e^{-drop(Y)}/drop(Y):
+        # stop at the first Y = 2^K where that is below 2^-(prec + 10) (an infinite end would evaluate e^{e^y})
+        ends, target = [mpmath.mpf(0), mpmath.mpf(1)], (mpmath.mp.prec + 10) * mpmath.ln2
+        while drop(ends[-1]) - mpmath.log(ends[-1]) < target:
+            ends.append(2 * ends[-1])
+        part = C * head * step * mpmath.quad(lambda y: mpmath.exp(-drop(y)), ends)
+    return part if lower else 1 - part
+
+
 _KW_COND = Condition(sp.Ge(kw, 1), "kappa_w >= 1 (every law has E[W^4] >= E[W^2]^2)")
 _INPUT_CONDS = (Condition(sp.Ge(k0, 1), "kappa0 >= 1"),
                 Condition(sp.Ge(c0 + s2**2, 0), "c0 >= -sigma2^2 (E[x_i^2 x_j^2] >= 0)"),
@@ -174,7 +214,7 @@ register(ClosedForm(
     Provenance(THESIS, "Sec. 5", "moment-matched (mean 1, variance 2/DF_n) approximation, exact for Gaussian draws "
                f"(kappa = 3); {_IID}; kernel: scipy gammainc (the lambdified Gamma ratio overflows for k > 171)"),
     expr=sp.lowergamma(_SHAPE, _SHAPE * eps) / sp.gamma(_SHAPE), conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),),
-    kernel=_p_small_kernel))
+    kernel=_p_small_kernel, mp_kernel=_mp_p_small))
 register(ClosedForm(
     "kurtosis.p_nonzero", "P(y^(L) != 0) for a ReLU net (a = 0) of constant width w and depth L (w = 1: Prop. B.1).",
     (L, W),

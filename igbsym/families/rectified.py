@@ -14,6 +14,7 @@ from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provena
 from ..functions import Phi
 from ..functions import mp_ncdf
 from ..gaussian import mp_expect, split_expect
+from ..numerics import power_product
 from ..registry import register
 
 NORM = "norm-placement-bn-ln.txt"
@@ -226,21 +227,49 @@ register(ClosedForm(
     mp_kernel=lambda alpha, mu, sigma: _mp_var(alpha * mu, abs(alpha) * sigma)))
 
 # --- leaky ReLU, zero-mean symmetric input (any law) and Gaussian input ----------------------------------
+# Kernels over the whole double range (a = -1e308 with sigma = 1e-320 is an ordinary value): powers of a are
+# split as max(1, |a|)^k times a factor in [1, 2] (the polynomial divided by its leading power), and the product
+# of powers is taken by exponent and mantissa (igbsym.numerics.power_product), so nothing overflows or underflows
+# unless the value does. Relative error <= 1e-15.
+def _leaky_big(a):
+    return np.maximum(1.0, np.abs(a))
+
+
+def _leaky_small(a):
+    """min(|a|, 1/|a|): (1 + a^4) = max(1, |a|)^4 (1 + small^4)."""
+    a = np.abs(np.asarray(a, dtype=float))
+    with np.errstate(divide="ignore"):
+        return np.minimum(a, 1 / a)
+
+
+def _leaky_var(a, sigma):
+    """σ²[(π−1)a² + 2a + (π−1)]/(2π) = σ² s² q/(2π), s = max(1, |a|), q = (π−1)t² + 2t/s + (π−1)/s², t = a/s; q >= 1.67
+    (the quadratic has no real root), so q loses no digits."""
+    s = _leaky_big(a)
+    t = np.asarray(a, dtype=float) / s
+    q = (np.pi - 1) * t * t + 2 * t / s + (np.pi - 1) / (s * s)
+    return power_product([(s, 2), (sigma, 2)], q / (2 * np.pi))
+
+
 register(ClosedForm(
     "leaky.m2", "E[phi_a(x)^2] for zero-mean symmetric x with variance sigma^2 (any law).", (A, SIGMA),
-    Provenance(THESIS, "second-moment lemma before Lemma 4.1"), expr=(1 + a**2) * sigma**2 / 2))
+    Provenance(THESIS, "second-moment lemma before Lemma 4.1"), expr=(1 + a**2) * sigma**2 / 2,
+    kernel=lambda a, sigma: power_product([(np.hypot(1.0, a), 2), (sigma, 2)], 0.5)))
 register(ClosedForm(
     "leaky.m4", "E[phi_a(x)^4] for zero-mean symmetric x with variance sigma^2 and kurtosis kappa.",
     (A, SIGMA, Param("kappa", "positive", "kurtosis E[x^4]/sigma^4 (>= 1 for any law)")),
     Provenance(THESIS, "Lemma 4.1"), expr=(1 + a**4) * sigma**4 * kappa / 2,
-    conditions=(Condition(sp.Ge(kappa, 1), "kappa >= 1 (every law has E[x^4] >= E[x^2]^2)"),)))
+    conditions=(Condition(sp.Ge(kappa, 1), "kappa >= 1 (every law has E[x^4] >= E[x^2]^2)"),),
+    kernel=lambda a, sigma, kappa: power_product([(_leaky_big(a), 4), (1 + _leaky_small(a) ** 4, 1),
+                                                  (sigma, 4), (kappa, 1)], 0.5)))
 register(ClosedForm(
     "leaky.mean", "E[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
-    Provenance(IGB, "Eq. 78 generalised to slope a"), expr=(1 - a) * sigma / sp.sqrt(2 * sp.pi)))
+    Provenance(IGB, "Eq. 78 generalised to slope a"), expr=(1 - a) * sigma / sp.sqrt(2 * sp.pi),
+    kernel=lambda a, sigma: np.sign(1 - a) * power_product([(np.abs(1 - a), 1), (sigma, 1)], 1 / np.sqrt(2 * np.pi))))
 register(ClosedForm(
     "leaky.var", "Var[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
     Provenance(IGB, "Eq. 78 generalised to slope a"),
-    expr=sp.factor((1 + a**2) * sigma**2 / 2 - (1 - a)**2 * sigma**2 / (2 * sp.pi))))
+    expr=sp.factor((1 + a**2) * sigma**2 / 2 - (1 - a)**2 * sigma**2 / (2 * sp.pi)), kernel=_leaky_var))
 
 # --- any activation of N(0, sigma^2) ------------------------------------------------------------------
 _s = sp.Symbol("sigma", positive=True)
