@@ -200,21 +200,30 @@ def unit_moments(activation: str, kk):
 
 # --- mpmath reference route (independent: quadrature of the defining integral in x) ----------------------------
 def mp_moments(activation: str, kk, sig=1):
-    """(E[M_k], Var[M_k]) by mpmath.quad of ∫ x^n dΦ(x/σ)^k at the working precision."""
-    kk, sig = int(kk), mpmath.mpf(sig)
-    centre = mpmath.sqrt(2 * mpmath.log(kk)) if kk > 1 else mpmath.mpf(0)
-    width = 1 / max(centre, 1)
-    lo = 0 if activation == "relu" else -mpmath.inf
-    pts = [lo] + [p for p in (centre + j * width for j in (-6, -2, 0, 2, 6)) if p > lo] + [mpmath.inf]
-
-    def dens(y):
-        return kk * mpmath.npdf(y) * mpmath.exp((kk - 1) * mpmath.log(mpmath.ncdf(y))) if kk > 1 else mpmath.npdf(y)
-    m = mpmath.quad(lambda y: y * dens(y), pts)
-    if activation == "relu":
-        var = mpmath.quad(lambda y: y * y * dens(y), pts) - m * m
-    else:
-        var = mpmath.quad(lambda y: (y - m) ** 2 * dens(y), pts)
+    """(E[M_k], Var[M_k]) by mpmath.quad of ∫ x^n dΦ(x/σ)^k at the working precision (σ = 1 moments cached per
+    (activation, k, precision): the domain test and the forms ask for the same k at many σ)."""
+    sig = mpmath.mpf(sig)
+    m, var = _mp_unit_moments(activation, int(kk), mpmath.mp.prec)
     return sig * m, sig**2 * var
+
+
+@lru_cache(maxsize=256)
+def _mp_unit_moments(activation: str, kk: int, prec: int):
+    with mpmath.workprec(prec):
+        centre = mpmath.sqrt(2 * mpmath.log(kk)) if kk > 1 else mpmath.mpf(0)
+        width = 1 / max(centre, 1)
+        lo = 0 if activation == "relu" else -mpmath.inf
+        pts = [lo] + [p for p in (centre + j * width for j in (-6, -2, 0, 2, 6)) if p > lo] + [mpmath.inf]
+
+        def dens(y):
+            return kk * mpmath.npdf(y) * mpmath.exp((kk - 1) * mpmath.log(mpmath.ncdf(y))) if kk > 1 else \
+                mpmath.npdf(y)
+        m = mpmath.quad(lambda y: y * dens(y), pts)
+        if activation == "relu":
+            var = mpmath.quad(lambda y: y * y * dens(y), pts) - m * m
+        else:
+            var = mpmath.quad(lambda y: (y - m) ** 2 * dens(y), pts)
+        return m, var
 
 
 # --- forms: law ---------------------------------------------------------------------------------------------------
