@@ -123,7 +123,7 @@ def in_domain(form, case: dict, point: dict) -> bool:
     """The declared domain decided exactly (SymPy on the point's exact rational values)."""
     subs = {form.symbols[k]: _exact(v) for k, v in point.items()}
     subs.update({form.symbols[k]: v for k, v in case.items() if k in form.symbols})
-    return all(bool(c.relation.subs(subs)) for c in form.conditions)
+    return all(bool(c.relation.subs(subs)) for c in form.conditions if c.binds(case))
 
 
 # --- comparison ---------------------------------------------------------------------------------------------------

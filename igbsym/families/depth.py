@@ -191,7 +191,8 @@ def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.g
     if kind != "bn_pre" or not finite.any():
         return path(L, activation, norm, placement, a, sigma_w, None, "numpy", where)
     out = [np.empty(a.shape) for _ in range(L)]
-    for mask, bb in ((finite, B[finite]), (~finite, None)):
+    groups = [(B == bb, int(bb)) for bb in np.unique(B[finite])] + [(~finite, None)]   # the ops take a scalar B
+    for mask, bb in groups:
         if mask.any():
             for o, g in zip(out, path(L, activation, norm, placement, a[mask], sigma_w[mask], bb, "numpy", where)):
                 o[mask] = g
@@ -268,6 +269,14 @@ SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in);
            "Kaiming setting (igbsym.spec.SIGMA_W)", default=S.SIGMA_W)
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
+B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),   # B is integer: kept unevaluated
+                   "B = inf (full batch) for activations other than relu and the odd ones: the mini-batch law "
+                   f"({BN_FORM}) covers relu only", applies=lambda case: _needs_full_batch(case.get("activation")))
+
+
+def _needs_full_batch(activation) -> bool:
+    """A norm='batchnorm' case whose mini-batch law is not known (see spec.Act._bn_minibatch)."""
+    return activation not in ("relu",) + ODD
 ZERO_NOTE = "0 for every activation, width-limit exact; odd activations give 0 for every norm (data symmetric)"
 DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the arc-cosine map for (leaky) ReLU: "
               "gamma_L ~ 2 (1-a)^4 L^2 / (9 pi^2 (1+a^2)^2) as L -> inf (derivations/depth.py). SReLU (App. G.3) "
@@ -280,7 +289,10 @@ register(ClosedForm(
      Param("placement", "choice", "norm before (pre) or after (post) the activation", choices=PLACEMENTS,
            default="pre"), A, SW, B_PARAM),
     Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE),
-    builder=case, kernel=_kernel, display=DISPLAY))
+    builder=case, kernel=_kernel, display=DISPLAY,
+    conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",
+                          applies=lambda case: case.get("norm") == "batchnorm" and case.get("placement", "pre") == "pre"
+                          and _needs_full_batch(case.get("activation"))),)))
 register(ClosedForm(
     "depth.corr_map", "One hidden (leaky) ReLU layer maps the input correlation c of two independent inputs to "
                       "E[phi(u)phi(u')]/E[phi(u)^2]: the normalised degree-1 arc-cosine kernel.",
@@ -325,4 +337,4 @@ for (_norm, _pl), (_short, _where, _summary) in _PLACEMENT_FORMS.items():
         builder=(lambda n, p, w: lambda L, activation: case(L, activation, n, p, w))(_norm, _pl, f"depth.gamma_{_short}"),
         kernel=(lambda n, p, w: lambda L, activation, a, sigma_w, B=np.inf: _kernel(L, activation, n, p, a, sigma_w, B,
                                                                                    w))(_norm, _pl, f"depth.gamma_{_short}"),
-        display=DISPLAY))
+        display=DISPLAY, conditions=(B_FULL,) if (_norm, _pl) == ("batchnorm", "pre") else ()))
