@@ -144,10 +144,18 @@ class Param:
 
 @dataclass(frozen=True)
 class Condition:
-    """A validity condition: a SymPy relation in the form's symbols plus the sentence a user reads."""
+    """A validity condition: a SymPy relation in the form's symbols plus the sentence a user reads.
+
+    applies: optional predicate on the structural values (a dict); the condition binds only the cases where it is
+    true (e.g. "B = inf" for the activations a mini-batch law does not cover). None: every case.
+    """
 
     relation: sp.Basic
     text: str
+    applies: Callable | None = None
+
+    def binds(self, structural: dict) -> bool:
+        return self.applies is None or bool(self.applies(structural))
 
     def latex(self) -> str:
         from .latex import to_latex
@@ -313,6 +321,8 @@ class ClosedForm:
         """Each condition with structural values substituted, lambdified once: (condition, args, test)."""
         out = []
         for cond in self.conditions:
+            if not cond.binds(dict(key)):
+                continue
             rel = cond.relation.subs({self.symbols[k]: v for k, v in key if k in self.symbols})
             args = sorted(rel.free_symbols, key=lambda s: s.name)
             out.append((cond, args, sp.lambdify(args, rel, modules="numpy") if args else bool(rel)))

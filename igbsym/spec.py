@@ -64,14 +64,17 @@ import sympy as sp
 from . import activations as acts
 from .errors import InputError, NumericalError
 from .functions import MPMATH_MODULES, NUMPY_MODULES
-from .numerics import normal_nodes as _nodes
+from .numerics import Z_MAX, composite_gauss_legendre, normal_nodes as _nodes
 
 SIGMA_W = math.sqrt(2.0)
 NORMS = (None, "batchnorm", "layernorm", "rmsnorm")
 PLACEMENTS = ("pre", "post")
 WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # law -> kurtosis
 HOMOGENEOUS = {"relu": 0, "identity": 1, "leaky_relu": None}  # φ(x) = x⁺ − s x⁻ (None: s = a)
-Q_MAX = 100.0          # the quadrature route's range in q (second moment entering a smooth activation)
+Q_MAX = 100.0          # the nested (two-level) quadrature route's range in q (second moment entering a smooth φ)
+Q_MAX_1D = 1e300       # the one-level moments' range in q: beyond it φ(√q z)² overflows on the z-grid
+X_KINK = 45.0          # beyond |x| = 45 every smooth φ is constant or linear to < 3e-20 (sigmoid, SiLU: e^-45;
+                       # tanh, GELU: smaller): only |x| <= 45 needs panels on the x-scale
 Q_LINEAR = 1e-60       # below this q a smooth φ with φ(0) = 0 is linear to double precision
 E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range
 TAYLOR_S = 1e-4        # inner noise sd below which Var_ξ φ(μ+ξ) is its 2-term Taylor series (rel. error ~ s⁴)
@@ -79,6 +82,7 @@ SMALL_SD = 1e-3        # below this √q, E φ(√q Z) is its Taylor series φ(0
 QUAD_ERROR = ("composite 8-point Gauss-Legendre on z in [-13, 13] (panels <= min(0.25, 0.4 scale/sd)) for E[phi], "
               "E[phi^2] and both levels of P = E_mu[(E_xi phi(mu+xi))^2], V = E_mu[Var_xi phi(mu+xi)] (two-pass; "
               "2-term Taylor series in the noise sd s < 1e-4): relative error <= 1e-11 per layer for q <= 100 "
+              "(one-level moments, c = 0: q <= 1e300, panels on the x-scale only where phi bends, |x| <= 45) "
               "(tests compare with nested mpmath quadrature)")
 
 
@@ -351,9 +355,16 @@ def sin_minus_tcos(t):
 
 
 def _mp_sin_minus_tcos(t):
+    """sin t − t cos t at the working precision; for t < 1e-3 its series Σ_k≥1 (−1)^(k+1) 2k t^(2k+1)/(2k+1)!
+    summed directly until a term is below the precision (mpmath.nsum costs ~1 ms: minutes over 1e5 layers)."""
     if t < mpmath.mpf("1e-3"):
-        return mpmath.nsum(lambda k: (-1) ** (k + 1) * t ** (2 * k + 1) * 2 * k / mpmath.factorial(2 * k + 1),
-                           [1, mpmath.inf])
+        t2, term, total, k = t * t, t ** 3 / 3, mpmath.mpf(0), 1   # k = 1 term: 2 t³/3! = t³/3
+        eps = mpmath.eps * abs(term)
+        while abs(term) > eps:
+            total += term
+            k += 1
+            term = -term * t2 * k / ((k - 1) * (2 * k) * (2 * k + 1))
+        return total
     return mpmath.sin(t) - t * mpmath.cos(t)
 
 
@@ -542,18 +553,31 @@ def _np_1d(op, q):
     a = np.broadcast_to(np.asarray(op.a, float), q.shape)
     for i in np.ndindex(q.shape):
         sd = math.sqrt(q[i])
-        z, w = _nodes(min(0.25, 0.4 / max(sd, 1e-300)))
+        z, w = _kink_nodes(sd)
         y = f(sd * z, a[i], 0.0)
         M[i] = 0.0 if op.odd else y @ w
         S[i] = (y * y) @ w
     return M, S
 
 
-def _check_q(q):
-    if not np.all(np.isfinite(q)) or np.any(q > Q_MAX):
-        bad = np.asarray(q)[~(np.isfinite(q) & (q <= Q_MAX))].flat[0]
+def _check_q(q, q_max=Q_MAX_1D, route="quadrature"):
+    if not np.all(np.isfinite(q)) or np.any(q > q_max):
+        bad = np.asarray(q)[~(np.isfinite(q) & (q <= q_max))].flat[0]
         raise NumericalError(f"the second moment q = {bad:.3g} entering a smooth activation is outside the "
-                             f"quadrature route's range q <= {Q_MAX:g} (sigma_w too large for this depth)")
+                             f"{route} route's range q <= {q_max:g} (sigma_w too large for this depth)")
+
+
+def _kink_nodes(sd):
+    """(z, w) with E[φ(sd·Z)] ≈ φ(sd z) @ w at a cost independent of sd: panels <= 0.4/sd (the x-scale 1 of φ) on
+    |sd z| <= X_KINK, where φ bends, and <= 0.25 elsewhere, where φ(sd z) is constant or linear in z."""
+    h = 0.4 / max(sd, 1e-300)
+    zk = X_KINK / max(sd, 1e-300)
+    if h >= 0.25 or zk >= Z_MAX:
+        return _nodes(min(0.25, h))
+    outer = np.linspace(zk, Z_MAX, int(np.ceil((Z_MAX - zk) / 0.25)) + 1)
+    inner = np.linspace(-zk, zk, int(np.ceil(2 * zk / h)) + 1)
+    z, w = composite_gauss_legendre(np.concatenate([-outer[::-1], inner[1:-1], outer]))
+    return z, w * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
 
 
 def _np_smooth(op, q, c, e):
@@ -575,7 +599,7 @@ def _np_smooth_point(op, f, derivs, q, c, e, a):
     g1, g2, g3, g4 = (float(v) for v in derivs(np.float64(0.0)))
     if q < Q_LINEAR and f0 == 0.0:           # φ linear on the scale √q: (c, e) unchanged
         return g1 * g1 * q, c, e, g2 * q / 2, c
-    z, w = _nodes(min(0.25, 0.4 / max(sd, 1e-300)))
+    z, w = _kink_nodes(sd)
     y = f(sd * z, a, 0.0)
     M = 0.0 if op.odd else (y @ w if sd >= SMALL_SD else f0 + g2 * q / 2 + g4 * q * q / 8)  # Taylor: no cancellation
     S = (y * y) @ w
@@ -586,6 +610,7 @@ def _np_smooth_point(op, f, derivs, q, c, e, a):
             V = ((y - M) ** 2) @ w
         return S, M * M / S, V / S, M, 0.0
     s, sdm = math.sqrt(e * q), math.sqrt(c * q)
+    _check_q(q, Q_MAX, "nested quadrature")
     zo, wo = _nodes(min(0.25, 0.4 * max(s, 1.0) / sdm))
     mu = sdm * zo
     if s < TAYLOR_S:
@@ -610,23 +635,28 @@ def _np_smooth_point(op, f, derivs, q, c, e, a):
 
 
 def _mp_gauss(f, sd):
-    """E[f(sd·Z)] by Gauss–Legendre quadrature in z on [−∞, −8, −3, 0, 3, 8, ∞] (smooth integrands)."""
+    """E[f(sd·Z)] by Gauss–Legendre quadrature in z on [−∞, −8, −3, 0, 3, 8, ∞], plus ±x/sd for x = 1, 5, 15, 45
+    where φ bends on its x-scale 1 (sd > 1; smooth integrands)."""
     dens = 1 / mpmath.sqrt(2 * mpmath.pi)
+    pts = {mpmath.mpf(p) for p in (-8, -3, 0, 3, 8)}
+    if sd > 1:
+        pts |= {sgn * x / sd for x in (1, 5, 15, X_KINK) for sgn in (-1, 1)}
     return mpmath.quad(lambda z: f(sd * z) * dens * mpmath.exp(-z * z / 2),
-                       [-mpmath.inf, -8, -3, 0, 3, 8, mpmath.inf], method="gauss-legendre")
+                       [-mpmath.inf] + sorted(pts) + [mpmath.inf], method="gauss-legendre")
 
 
 def _mp_smooth(op, q, c, e):
     """Nested mpmath quadrature; V = S − P at extra precision (the digits lost to the cancellation), or the
     2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error ~ s⁴ < 10^(−dps))."""
-    if not (mpmath.isfinite(q) and q <= Q_MAX):
-        raise NumericalError(f"the second moment q = {mpmath.nstr(q, 3)} entering a smooth activation is outside the "
-                             f"quadrature route's range q <= {Q_MAX:g} (sigma_w too large for this depth)")
     fn, a = acts.get(op.name).mp, mpmath.mpf(op.a)
     f = lambda x: fn(x, a, 0)  # noqa: E731
     sd, dps = mpmath.sqrt(q), mpmath.mp.dps
     s2 = e * q
     taylor = c != 0 and s2 < mpmath.mpf(10) ** (-(dps // 2) - 2)
+    q_max, route = (Q_MAX, "nested quadrature") if c != 0 else (Q_MAX_1D, "quadrature")
+    if not (mpmath.isfinite(q) and q <= q_max):
+        raise NumericalError(f"the second moment q = {mpmath.nstr(q, 3)} entering a smooth activation is outside the "
+                             f"{route} route's range q <= {q_max:g} (sigma_w too large for this depth)")
     extra = 5 if (c == 0 or taylor) else max(0, int(-mpmath.log10(s2) / 2)) + 5
     with mpmath.workdps(dps + extra):
         M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)

@@ -13,6 +13,7 @@ from scipy import integrate, special
 
 import igbsym
 from igbsym.families import depth as D
+from reference import gauss_expect
 
 G = igbsym.get("depth.gamma")
 K = igbsym.get("depth.corr_map")
@@ -198,3 +199,21 @@ def test_no_nan_and_nonnegative(act, L, norm, pl, a, sw):
     if act in ("relu", "leaky_relu") and norm in ("none", "layernorm", "rmsnorm") and (norm == "none" or pl == "pre"
                                                                                       or norm == "rmsnorm"):
         assert g == pytest.approx(float(G.numpy(L=L, activation=act, a=a)), rel=1e-12)
+
+
+@pytest.mark.parametrize("act", ["sigmoid", "gelu", "silu"])
+@pytest.mark.parametrize("sw", [30.0, 1e3, 1e10])
+def test_one_smooth_layer_beyond_q_100(act, sw):
+    """Issue 17: the smooth route raised for q > 100 although γ exists. One hidden layer: γ₁ = M²/(S − M²) with
+    M = E φ(σ_w Z), S = E φ(σ_w Z)², both by mpmath quadrature of the defining integral at 40 digits
+    (tests/reference.py); the kernel's panels follow φ's x-scale only where it bends, so the cost is σ_w-free."""
+    f = igbsym.activations.get(act).mp
+    m = gauss_expect(lambda x: f(x, 0, 0), 0, sw)
+    s = gauss_expect(lambda x: f(x, 0, 0) ** 2, 0, sw)
+    assert float(G.numpy(L=1, activation=act, sigma_w=sw)) == pytest.approx(float(m * m / (s - m * m)), rel=1e-12)
+
+
+def test_deeper_smooth_layers_beyond_q_100_raise_a_documented_error():
+    """The nested (two-level) quadrature is limited to q <= 100 (D.S.Q_MAX): beyond it a NumericalError says so."""
+    with pytest.raises(igbsym.NumericalError, match="nested quadrature route's range"):
+        G.numpy(L=2, activation="gelu", sigma_w=30.0)

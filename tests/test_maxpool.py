@@ -293,3 +293,18 @@ def test_gumbel_substitution_kernel_equals_lambdified_and_rule_reproduces_gumbel
     assert abs(weights @ np.exp(-nodes) - 1) < 1e-12
     grid = np.linspace(-5, 50, 200001)
     assert abs(np.trapezoid(dens(grid), grid) - 1) < 1e-9
+
+
+def test_issue17_domain_points():
+    """Points tests/test_domain.py found: an array call must give the scalar call's value (a BLAS product rounded
+    rows differently by batch), and at k = 1 (identity) E[M_1] = 0 exactly, so γ = 0 and the binomial extreme
+    mass is 2·2^-D (G0_hat = Binomial(D, 1/2)/D) on both routes (mp left a 1e-76 residue that never converged)."""
+    var, gamma, mass = (igbsym.get(n) for n in ("maxpool.var", "maxpool.gamma", "maxpool.extreme_mass"))
+    for act, ks, sig in (("identity", [6, 3], [0.5, 4.4e-4]), ("relu", [5, 2], [1.0, 1.0])):
+        arr = var.numpy(k=np.array(ks), sigma=np.array(sig), activation=act)
+        assert arr[0] == var.numpy(k=ks[0], sigma=sig[0], activation=act)
+    arr = mass.numpy(k=np.array([88195768, 4]), D=np.array([9204223, 7]), activation="relu", rule="binomial")
+    assert arr[0] == mass.numpy(k=88195768, D=9204223, activation="relu", rule="binomial")
+    assert gamma.mp(30, k=1, activation="identity") == 0
+    assert mass.mp(30, k=1, D=7, activation="identity", rule="binomial") == mpmath.mpf(2) ** -6
+    assert mass.numpy(k=1, D=7, activation="identity", rule="binomial") == 2.0 ** -6

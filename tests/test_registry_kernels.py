@@ -14,33 +14,14 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import igbsym
 from igbsym.form import REQUIRED
 
+from cases import selected_cases
+
 RANGES = {"real": (-3.0, 3.0), "positive": (0.05, 5.0), "nonnegative": (0.0, 5.0)}
 
 
-def structural_cases(form):
-    cases = [{}]
-    for p in form.structural_params:
-        if p.kind == "choice":
-            values = list(p.choices)
-        else:
-            lo = p.minimum if p.minimum is not None else 0
-            values = sorted({lo, lo + 1, lo + 3})
-            if p.maximum is not None:
-                values = [v for v in values if v <= p.maximum]
-        cases = [dict(c, **{p.name: v}) for c in cases for v in values]
-    return cases
-
-
-MAX_CASES = 12  # per form: evenly spaced over the structural product, so forms with many switches stay in budget
-
-
-def spread(cases: list) -> list:
-    step = max(1, -(-len(cases) // MAX_CASES))
-    return cases[::step]
-
-
+MAX_CASES = 12  # per form: the covering cases plus up to 12 evenly spaced over the structural product
 CASES = [(f.name, case) for f in igbsym.forms()
-         for case in spread([c for c in structural_cases(f) if f.is_exact(**c)])]
+         for case in selected_cases(f, MAX_CASES, steps=(0, 1, 3), maximum=False, keep=lambda c, f=f: f.is_exact(**c))]
 
 
 def numeric_strategy(p):

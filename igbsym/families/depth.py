@@ -142,6 +142,18 @@ def _homogeneous_gammas(L, slope):
     return out
 
 
+def _mp_homogeneous_gamma(L, slope):
+    """γ_L of the (leaky) ReLU depth law at the working mpmath precision: the same (c, e = 1 − c) iteration as
+    spec's mpmath Act map, in one loop (the generic op composition costs ~1 ms a layer: minutes at L = 1e5)."""
+    r = S.slope_ratio(mpmath.mpf(slope))
+    c, e = mpmath.mpf(0), mpmath.mpf(1)
+    for _ in range(L):
+        t = 2 * mpmath.asin(mpmath.sqrt(e / 2))
+        c, e = (r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi), \
+            e - r * S._mp_sin_minus_tcos(t) / mpmath.pi
+    return c / e
+
+
 def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma"):
     """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L).
 
@@ -191,7 +203,8 @@ def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.g
     if kind != "bn_pre" or not finite.any():
         return path(L, activation, norm, placement, a, sigma_w, None, "numpy", where)
     out = [np.empty(a.shape) for _ in range(L)]
-    for mask, bb in ((finite, B[finite]), (~finite, None)):
+    groups = [(B == bb, int(bb)) for bb in np.unique(B[finite])] + [(~finite, None)]   # the ops take a scalar B
+    for mask, bb in groups:
         if mask.any():
             for o, g in zip(out, path(L, activation, norm, placement, a[mask], sigma_w[mask], bb, "numpy", where)):
                 o[mask] = g
@@ -202,6 +215,8 @@ def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma")
     """γ_L at the working mpmath precision (the reference route; the ops' mpmath maps composed)."""
     if _kind(activation, norm, placement) == "zero":
         return mpmath.mpf(0)
+    if _fast_homogeneous(block(activation, norm, placement, a, sigma_w, None, "mpmath")):
+        return _mp_homogeneous_gamma(L, {"relu": 0, "identity": 1}.get(activation, a))
     return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
                 where)[-1]
 
@@ -268,6 +283,14 @@ SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in);
            "Kaiming setting (igbsym.spec.SIGMA_W)", default=S.SIGMA_W)
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
+B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),   # B is integer: kept unevaluated
+                   "B = inf (full batch) for activations other than relu and the odd ones: the mini-batch law "
+                   f"({BN_FORM}) covers relu only", applies=lambda case: _needs_full_batch(case.get("activation")))
+
+
+def _needs_full_batch(activation) -> bool:
+    """A norm='batchnorm' case whose mini-batch law is not known (see spec.Act._bn_minibatch)."""
+    return activation not in ("relu",) + ODD
 ZERO_NOTE = "0 for every activation, width-limit exact; odd activations give 0 for every norm (data symmetric)"
 DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the arc-cosine map for (leaky) ReLU: "
               "gamma_L ~ 2 (1-a)^4 L^2 / (9 pi^2 (1+a^2)^2) as L -> inf (derivations/depth.py). SReLU (App. G.3) "
@@ -280,7 +303,10 @@ register(ClosedForm(
      Param("placement", "choice", "norm before (pre) or after (post) the activation", choices=PLACEMENTS,
            default="pre"), A, SW, B_PARAM),
     Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE),
-    builder=case, kernel=_kernel, display=DISPLAY))
+    builder=case, kernel=_kernel, display=DISPLAY,
+    conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",
+                          applies=lambda case: case.get("norm") == "batchnorm" and case.get("placement", "pre") == "pre"
+                          and _needs_full_batch(case.get("activation"))),)))
 register(ClosedForm(
     "depth.corr_map", "One hidden (leaky) ReLU layer maps the input correlation c of two independent inputs to "
                       "E[phi(u)phi(u')]/E[phi(u)^2]: the normalised degree-1 arc-cosine kernel.",
@@ -325,4 +351,4 @@ for (_norm, _pl), (_short, _where, _summary) in _PLACEMENT_FORMS.items():
         builder=(lambda n, p, w: lambda L, activation: case(L, activation, n, p, w))(_norm, _pl, f"depth.gamma_{_short}"),
         kernel=(lambda n, p, w: lambda L, activation, a, sigma_w, B=np.inf: _kernel(L, activation, n, p, a, sigma_w, B,
                                                                                    w))(_norm, _pl, f"depth.gamma_{_short}"),
-        display=DISPLAY))
+        display=DISPLAY, conditions=(B_FULL,) if (_norm, _pl) == ("batchnorm", "pre") else ()))

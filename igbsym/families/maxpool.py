@@ -152,8 +152,14 @@ def _identity_moments(kk: np.ndarray):
     """(E[M_k], Var[M_k]) for σ = 1 by the Gumbel-weight Gauss rule (kk: 1-d float array of distinct k)."""
     nodes, weights = gumbel_gauss_rule()
     xs = quantile_at_gumbel(nodes[None, :], kk[:, None])
-    mean = xs @ weights
-    return mean, ((xs - mean[:, None]) ** 2) @ weights
+    mean = _rowdot(xs, weights)
+    return mean, _rowdot((xs - mean[:, None]) ** 2, weights)
+
+
+def _rowdot(rows, w):
+    """rows @ w, each row summed on its own (a BLAS matrix-vector product may round a row differently depending
+    on how many rows share the call: an array call must give the scalar call's value)."""
+    return np.sum(rows * w, axis=-1)
 
 
 K_RELU_TAIL = 64
@@ -200,21 +206,31 @@ def unit_moments(activation: str, kk):
 
 # --- mpmath reference route (independent: quadrature of the defining integral in x) ----------------------------
 def mp_moments(activation: str, kk, sig=1):
-    """(E[M_k], Var[M_k]) by mpmath.quad of ∫ x^n dΦ(x/σ)^k at the working precision."""
-    kk, sig = int(kk), mpmath.mpf(sig)
-    centre = mpmath.sqrt(2 * mpmath.log(kk)) if kk > 1 else mpmath.mpf(0)
-    width = 1 / max(centre, 1)
-    lo = 0 if activation == "relu" else -mpmath.inf
-    pts = [lo] + [p for p in (centre + j * width for j in (-6, -2, 0, 2, 6)) if p > lo] + [mpmath.inf]
-
-    def dens(y):
-        return kk * mpmath.npdf(y) * mpmath.exp((kk - 1) * mpmath.log(mpmath.ncdf(y))) if kk > 1 else mpmath.npdf(y)
-    m = mpmath.quad(lambda y: y * dens(y), pts)
-    if activation == "relu":
-        var = mpmath.quad(lambda y: y * y * dens(y), pts) - m * m
-    else:
-        var = mpmath.quad(lambda y: (y - m) ** 2 * dens(y), pts)
+    """(E[M_k], Var[M_k]) by mpmath.quad of ∫ x^n dΦ(x/σ)^k at the working precision (σ = 1 moments cached per
+    (activation, k, precision): the domain test and the forms ask for the same k at many σ)."""
+    sig = mpmath.mpf(sig)
+    m, var = _mp_unit_moments(activation, int(kk), mpmath.mp.prec)
     return sig * m, sig**2 * var
+
+
+@lru_cache(maxsize=256)
+def _mp_unit_moments(activation: str, kk: int, prec: int):
+    with mpmath.workprec(prec):
+        centre = mpmath.sqrt(2 * mpmath.log(kk)) if kk > 1 else mpmath.mpf(0)
+        width = 1 / max(centre, 1)
+        lo = 0 if activation == "relu" else -mpmath.inf
+        pts = [lo] + [p for p in (centre + j * width for j in (-6, -2, 0, 2, 6)) if p > lo] + [mpmath.inf]
+
+        def dens(y):
+            return kk * mpmath.npdf(y) * mpmath.exp((kk - 1) * mpmath.log(mpmath.ncdf(y))) if kk > 1 else \
+                mpmath.npdf(y)
+        # k = 1, identity: the integrand is odd, E[M_1] = 0 exactly (quadrature would leave a rounding residue)
+        m = mpmath.mpf(0) if kk == 1 and activation == "identity" else mpmath.quad(lambda y: y * dens(y), pts)
+        if activation == "relu":
+            var = mpmath.quad(lambda y: y * y * dens(y), pts) - m * m
+        else:
+            var = mpmath.quad(lambda y: (y - m) ** 2 * dens(y), pts)
+        return m, var
 
 
 # --- forms: law ---------------------------------------------------------------------------------------------------
@@ -343,7 +359,7 @@ def mass_binomial(gamma, dd):
     d_uniq, row = np.unique(dd[pos], return_inverse=True)
     xs = quantile_at_gumbel(T_TRAP[None, :], d_uniq[:, None])   # depends on D only
     w = H_TRAP * np.exp(-T_TRAP - np.exp(-T_TRAP))
-    out[pos] = 2 * (special.ndtr(-xs[row] / np.sqrt(gamma[pos])[:, None]) @ w)
+    out[pos] = 2 * _rowdot(special.ndtr(-xs[row] / np.sqrt(gamma[pos])[:, None]), w)
     return out.reshape(shape)
 
 
