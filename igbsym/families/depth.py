@@ -30,6 +30,7 @@ to L_MAX is cheap. Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import mpmath
@@ -170,6 +171,8 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             raise NumericalError(f"{where}: {exc}") from None
     free = _scale_free(ops)
     state = S.Dense(None, sigma_w).map(S.input_state(backend), backend)
+    if isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
+        state = dataclasses.replace(state, q=1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
     out = []
     try:
