@@ -217,3 +217,12 @@ def test_deeper_smooth_layers_beyond_q_100_raise_a_documented_error():
     """The nested (two-level) quadrature is limited to q <= 100 (D.S.Q_MAX): beyond it a NumericalError says so."""
     with pytest.raises(igbsym.NumericalError, match="nested quadrature route's range"):
         G.numpy(L=2, activation="gelu", sigma_w=30.0)
+
+
+@pytest.mark.parametrize("form", ["depth.gamma_ln_pre", "depth.gamma_rms_pre", "depth.gamma_bn_pre"])
+@pytest.mark.parametrize("act", ["silu", "relu"])
+def test_norm_before_phi_is_free_of_sigma_w_even_when_it_underflows(form, act):
+    """Issue 17 domain point: σ_w = 1e-320 made q = σ_w² underflow to 0 and the state NaN, though a norm before φ
+    resets q to 1 (γ does not depend on σ_w): the value is the one-layer γ at unit variance (igb.gamma, σ_w = 1)."""
+    want = float(igbsym.get("igb.gamma").numpy(activation=act, sigma_w=1.0))
+    assert float(igbsym.get(form).numpy(L=1, activation=act, sigma_w=1e-320)) == pytest.approx(want, rel=1e-12)

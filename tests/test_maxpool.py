@@ -308,3 +308,6 @@ def test_issue17_domain_points():
     assert gamma.mp(30, k=1, activation="identity") == 0
     assert mass.mp(30, k=1, D=7, activation="identity", rule="binomial") == mpmath.mpf(2) ** -6
     assert mass.numpy(k=1, D=7, activation="identity", rule="binomial") == 2.0 ** -6
+    # threshold rule at γ = 0: G0 = 1/2 is never below 1/D (D = 2: not strictly), so the mass is 0 (was NaN = 0/0)
+    assert mass.numpy(k=1, D=2, activation="identity", rule="threshold") == 0.0
+    assert mass.mp(30, k=1, D=2, activation="identity", rule="threshold") == 0

@@ -369,7 +369,8 @@ def _mass_route(rule: str, activation: str) -> NumericRoute:
         gamma = mean**2 / var
         if rule == "binomial":
             return mass_binomial(gamma, D)
-        return 2 * special.ndtr(special.ndtri(1 / D) / np.sqrt(gamma))
+        with np.errstate(divide="ignore", invalid="ignore"):   # γ = 0 (identity, k = 1): G0 = 1/2, never extreme
+            return np.where(gamma > 0, 2 * special.ndtr(special.ndtri(1 / D) / np.sqrt(gamma)), 0.0)
 
     def mp_route(k, D):
         mean, var = mp_moments(activation, k)
@@ -385,7 +386,8 @@ def _mass_route(rule: str, activation: str) -> NumericRoute:
         width = 1 / (s * mpmath.sqrt(2 * mpmath.log(dd)))
         pts = sorted({mpmath.mpf(p) for p in (-2, 0, 2, 4, 6, 8)}
                      | {step + j * width for j in (-8, -3, -1, 0, 1, 3, 8)})
-        return 2 * mpmath.quad(f, [-mpmath.inf] + pts + [mpmath.inf])
+        with mpmath.extraprec(mpmath.mp.prec // 2 + 30):   # D up to 1e9: the quadrature's error estimate needs it
+            return 2 * mpmath.quad(f, [-mpmath.inf] + pts + [mpmath.inf])
 
     g, z = sp.Symbol("gamma", positive=True), sp.Symbol("z", real=True)
     defining = (2 * Phi(PhiInv(1 / D) / sp.sqrt(g)) if rule == "threshold" else
