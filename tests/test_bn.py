@@ -238,3 +238,83 @@ def test_no_nan_on_wide_grid():
     for name in ("bn.gamma", "bn.gamma_canonical", "bn.relu_mean", "bn.relu_var", "bn.var", "bn.kurtosis"):
         assert np.all(np.isfinite(get(name).numpy(B=Bs)))
     assert abs(get("bn.gamma").numpy(B=10**12) - 1 / (math.pi - 1)) < 1e-11
+
+
+# --- issue 17 regressions: each failing point pinned against an independent route ------------------------------
+@pytest.mark.parametrize("B", [3, 4, 5, 99, 100, 1000, 10**9])
+@pytest.mark.parametrize("b", [6e-8, 1e-10, -1e-12, 3e-300, 0.4, -1.9])
+def test_cdf_near_the_centre(B, b):
+    """1/2 + ∫_0^b f(s) ds by mpmath.quad of the two densities above (a short smooth integral). SciPy's
+    betaincc(1/2, 1/2, y) lost digits for tiny y (bn.cdf at B = 3, b = 6e-8 was 1.3e-9 off). For |b| <= 0.4 the
+    value is (1 ± I)/2 in [0.3, 0.7] with I computed to a few ulp, so 4 ulp bound it; b = -1.9 is a tail value
+    (SciPy's incomplete beta), held to the form's stated 1e-12."""
+    for name, pdf in (("bn.cdf", mp_proxy_pdf), ("bn.cdf_canonical", mp_canon_pdf)):
+        if name == "bn.cdf_canonical" and b * b >= B - 1:
+            continue  # outside the canonical support (test_cdfs_against_scipy_and_quadrature covers it)
+        with mpmath.workdps(40):
+            want = mpmath.mpf(1) / 2 + mpmath.quad(lambda s: pdf(s, B), [0, b])
+        assert rel(get(name).numpy(b=b, B=B), want) <= (4 * 2.0**-52 if abs(b) <= 0.4 else 1e-12), (name, B, b)
+        assert rel(get(name).mp(30, b=b, B=B), want) < 1e-28, (name, B, b)
+
+
+@pytest.mark.parametrize("name,b,B", [
+    ("bn.cdf", -2.5, 10**30), ("bn.cdf", -30.0, 150), ("bn.cdf", -1e5, 150), ("bn.cdf", -100.0, 2303),
+    ("bn.cdf_canonical", -2.5, 10**30), ("bn.cdf_canonical", -30.0, 2303), ("bn.cdf_canonical", -40.0, 2303)])
+def test_cdf_mp_route_in_every_regime(name, b, B):
+    """The mp tail for B >= 100 has three regimes (central quadrature, mpmath.betainc, the log-density-drop
+    quadrature beyond a drop of 1000; B = 2303, b = 0.57 took > 20 s before). Reference: the Student-t / Beta
+    CDF I_x((B-2)/2, 1/2)/2 evaluated by mpmath at 120 digits."""
+    canonical = name.endswith("canonical")
+    with mpmath.workdps(120):
+        u, m = mpmath.mpf(b) ** 2, mpmath.mpf(B - 1 if canonical else B)
+        x = 1 - u / m if canonical else m / (m + u)
+        want = mpmath.betainc(mpmath.mpf(B - 2) / 2, mpmath.mpf(1) / 2, 0, x, regularized=True) / 2
+    assert rel(get(name).mp(50, b=b, B=B), want) < 1e-45
+
+
+@pytest.mark.parametrize("name", ["bn.cdf", "bn.cdf_canonical"])
+def test_cdf_extreme_b_at_huge_B(name):
+    """b = -1e308 at B ~ 8e26 gave NaN (0·inf in the 1/B expansion); the true value is Φ(-1e308) = 0."""
+    assert get(name).numpy(b=-1e308, B=793202300545946136885592066) == 0.0
+    assert get(name).numpy(b=1e308, B=10**30) == 1.0
+
+
+@pytest.mark.parametrize("est", ["proxy", "canonical"])
+@pytest.mark.parametrize("b", [0.0, 3.0, 38.0, 1e20, 1e308])
+def test_pdf_large_B_over_the_double_range(est, b):
+    """phi(b)[1 ± P(b)/(4B)] from its definition in mpmath (npdf times the bracket): NaN at b = 1e308 before (the
+    exact value 2e-2171472409516259138255644594583025411471 rounds to a signed 0)."""
+    poly = {"proxy": lambda v: v**4 + 2 * v**2 - 5, "canonical": lambda v: -(v**4 - 6 * v**2 + 3)}[est]
+    got = get("bn.pdf_large_B").numpy(b=b, B=8, estimator=est)
+    with mpmath.workdps(40):
+        v = mpmath.mpf(b)
+        want = mpmath.npdf(v) * (1 + poly(v) / 32)
+    assert np.isfinite(got) and rel(got, want) < 1e-13 if abs(want) > 1e-300 else abs(got) < 1e-300
+
+
+def test_tv_crossing_series_coefficients():
+    """The 1/B series of B log(f_c/f_p) used for B >= 1e6 is SymPy's series of the exact log-ratio."""
+    import sympy as sp
+    from igbsym.families.bn import _RATIO_SERIES
+    u, e = sp.symbols("u epsilon", positive=True)
+    Bs = 1 / e
+    exact = Bs / 2 * sp.log(1 + 1 / (Bs - 1)) + Bs * (Bs - 4) / 2 * sp.log(1 - u / (Bs - 1)) \
+        + Bs * (Bs - 1) / 2 * sp.log(1 + u / Bs)
+    series = sp.expand(sp.series(exact, e, 0, len(_RATIO_SERIES)).removeO())
+    for power, coeffs in enumerate(_RATIO_SERIES):
+        want = sp.Poly(series.coeff(e, power), u).all_coeffs()[::-1]
+        assert len(want) <= len(coeffs) and all(
+            abs(float(w) - c) < 1e-16 for w, c in zip(list(want) + [0] * (len(coeffs) - len(want)), coeffs))
+
+
+@pytest.mark.parametrize("B", [10**12, 10**15, 10**20, 10**30])
+def test_tv_at_huge_B(B):
+    """B·TV = c(c²+1)φ(c) + K/B with c² = 1 + √2 (the 1/B expansion of f_c - f_p integrated; K ≈ 1.21 measured
+    by the independent quadrature mp_tv at B = 1e4..1e9 above): at B >= 1e12 the K/B term is < 1e-11 relative to
+    0.633, so the TV is checked to 2e-12 against the leading term; brentq failed to converge at B = 1e15 before."""
+    c = math.sqrt(1 + math.sqrt(2))
+    const = stats.norm.pdf(c) * c * (c * c + 1)
+    assert abs(get("bn.tv_proxy").numpy(B=B) * B / const - 1) < 2e-12
+    with mpmath.workdps(60):
+        mp_tv_value = get("bn.tv_proxy").mp(50, B=B)
+    assert abs(float(mp_tv_value) * B / const - 1) < 2e-12

@@ -140,3 +140,75 @@ def test_bad_input(name, kw, fragment):
     with pytest.raises(igbsym.InputError, match=None) as err:
         igbsym.get(name).numpy(**kw)
     assert fragment in str(err.value)
+
+
+# --- issue 17 regressions, each against an independent mpmath route ------------------------------------------
+def _mp_phi_inv(p, dps=400):
+    """Φ⁻¹(p) = √2 erfinv(2p − 1) at ``dps`` digits (the library's mp route uses Newton on log Φ instead)."""
+    with mpmath.workdps(dps):
+        return mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(p) - 1)
+
+
+@pytest.mark.parametrize("g,gamma", [(1.4e-45, 4.0), (1.401298464324817e-45, 4.0), (1e-300, 2.5)])
+def test_cdf_at_tiny_g(g, gamma):
+    """F(g; γ) = Φ(Φ⁻¹(g)/√γ): the issue's point g = 1.4e-45, γ = 4 returned 0 on the mp route (true 8.3e-13)."""
+    with mpmath.workdps(400):
+        want = mpmath.ncdf(_mp_phi_inv(g) / mpmath.sqrt(gamma))
+    assert rel_err(igbsym.get("igb.cdf").mp(50, g=g, gamma=gamma), want) < 1e-45
+    assert rel_err(igbsym.get("igb.cdf").numpy(g=g, gamma=gamma), want) < 1e-12
+
+
+@pytest.mark.parametrize("gamma", [5e-324, 1e-310])
+def test_p_outside_at_subnormal_gamma(gamma):
+    """P = 2Φ(z), z = Φ⁻¹(q)/√γ < -1e150 (mpmath.ncdf overflowed there). Independent route: log P from the Mills
+    ratio, log 2 − z²/2 − log(−z√(2π)) + log(1 − 1/z² + ...), where 1/z² < 1e-300 is below every digit kept."""
+    q = 0.1
+    got = igbsym.get("igb.p_outside").mp(50, gamma=gamma, q=q)
+    with mpmath.workdps(80):
+        z = _mp_phi_inv(q, 80) / mpmath.sqrt(mpmath.mpf(gamma))
+        want_log = mpmath.log(2) - z * z / 2 - mpmath.log(-z * mpmath.sqrt(2 * mpmath.pi))
+        assert abs(mpmath.log(got) - want_log) < mpmath.mpf(10) ** -45 * abs(want_log)
+    assert igbsym.get("igb.p_outside").numpy(gamma=gamma, q=q) == 0.0  # e^{-1e320}: 0 in double
+
+
+@pytest.mark.parametrize("g,gamma", [(1e-320, 0.9999999999991379), (0.9999993198625218, 1 - 2.0**-53),
+                                     (0.3, 1e-300), (1e-300, 1e308)])
+def test_logpdf_near_gamma_one_and_extremes(g, gamma):
+    """log f = ½[x²(γ−1)/γ − log γ] from the change of variables in mpmath (x = Φ⁻¹(g) by erfinv): 1 − 1/γ was a
+    factor 2 off at γ = 1 − 2⁻⁵³ and 1.3e-4 at g = 1e-320. The two terms cancel only at x² ≈ γ log γ/(γ − 1) ≈ 1;
+    away from it the kernel's error is a few ulp of the larger term, below 1e-14 relative here."""
+    with mpmath.workdps(400):
+        x, gm = _mp_phi_inv(g), mpmath.mpf(gamma)
+        want = (x * x * (gm - 1) / gm - mpmath.log(gm)) / 2
+    assert rel_err(igbsym.get("igb.logpdf").numpy(g=g, gamma=gamma), want) < 1e-14
+
+
+# Even parts of φ (the odd part integrates to 0 under N(0, σ²), so E φ = E[even part] without the cancellation of
+# terms of size σ against a mean of size σ²) and the integrand of the variance, for the defining integrals below.
+_EVEN = {"gelu": lambda v: v * mpmath.erf(v / mpmath.sqrt(2)) / 2, "silu": lambda v: v * mpmath.tanh(v / 2) / 2}
+_SQUARE = {"gelu": lambda v: (v * mpmath.ncdf(v)) ** 2, "silu": lambda v: (v / (1 + mpmath.exp(-v))) ** 2}
+
+
+@pytest.mark.parametrize("activation", ["gelu", "silu", "sigmoid"])
+@pytest.mark.parametrize("sigma_w", [1e-308, 1e-120, 1e-90])
+def test_gamma_at_tiny_sigma_w(activation, sigma_w):
+    """igb.gamma at σ_w = 1e-308 was NaN (0/0) for gelu; the true value 6.4e-617 rounds to 0. Reference: the
+    defining Gaussian integrals in mpmath, E φ from φ's even part and Var = E φ² − (E φ)² (no cancellation: the
+    mean is O(σ²), the second moment O(σ²)); sigmoid: E φ = 1/2 exactly, Var = E[tanh(x/2)²]/4."""
+    with mpmath.workdps(50):
+        sw = mpmath.mpf(sigma_w)
+        def expect(f):  # in z = x/σ, the integrand scaled by 1/σ² (mpmath.quad's stopping test is absolute)
+            return sw**2 * mpmath.quad(lambda z: f(sw * z) / sw**2 * mpmath.npdf(z), [-mpmath.inf, -8, 0, 8, mpmath.inf])
+        if activation == "sigmoid":
+            m, v = mpmath.mpf(1) / 2, expect(lambda t: mpmath.tanh(t / 2) ** 2 / 4)
+        else:
+            m = expect(_EVEN[activation])
+            v = expect(_SQUARE[activation]) - m * m
+        want = m * m / v
+    got = igbsym.get("igb.gamma").numpy(activation=activation, sigma_w=sigma_w)
+    if want > 1.7976931348623157e308:
+        assert got == np.inf
+    elif want < 1e-300:
+        assert got < 1e-300
+    else:
+        assert rel_err(got, want) < 1e-12

@@ -1,5 +1,6 @@
 """Tests of the kurtosis family: kernels vs mpmath / independent routes, Lemma 4.4-4.5 properties, bad input."""
 import itertools
+import math
 import subprocess
 import sys
 
@@ -133,8 +134,9 @@ def test_gamma_exact_for_gaussian(n):
     eps = np.array([0.01, 0.3, 1.0, 1.7])
     ref = stats.chi2.cdf((n - 1) * eps, n - 1)
     assert np.allclose(PSMALL.numpy(eps=eps, n=n, kappa=3.0), ref, rtol=1e-10, atol=1e-300)
-    for e in eps:
-        ref = PSMALL.mp(30, eps=float(e), n=n, kappa=3)
+    for e in eps:  # the chi²_{n-1} law in mpmath (the defining law for Gaussian draws, not the form's mp route)
+        with mpmath.workdps(40):
+            ref = mpmath.gammainc(mpmath.mpf(n - 1) / 2, 0, (n - 1) * mpmath.mpf(float(e)) / 2, regularized=True)
         got = PSMALL.numpy(eps=float(e), n=n, kappa=3.0)
         assert abs(ref - got) <= 1e-12 * ref if ref > 1e-300 else got < 1e-300  # float64 underflow below
 
@@ -142,7 +144,9 @@ def test_gamma_exact_for_gaussian(n):
 def test_p_nonzero():
     L = np.arange(0, 60)
     assert np.allclose(PNZ.numpy(L=L, w=1), 0.5**L, rtol=1e-15)
-    assert abs(PNZ.numpy(L=1000, w=40) - float(PNZ.mp(40, L=1000, w=40))) < 1e-15
+    with mpmath.workdps(40):  # (1 - 2^-w)^L directly in mpmath, not the form's mp route
+        want = (1 - mpmath.mpf(2) ** -40) ** 1000
+    assert abs(PNZ.numpy(L=1000, w=40) - float(want)) < 1e-15
     assert PNZ.numpy(L=3, w=2) == pytest.approx(0.75**3, rel=1e-15)
 
 
@@ -174,3 +178,54 @@ def test_cli_matrix():
                           "sigma2=2"], capture_output=True, text=True, check=True)
     rows = [r.strip("[] ").split() for r in run.stdout.strip().splitlines()]
     assert np.allclose(np.array(rows, float), MATRIX.numpy(w=3, a=0, kappa_w=3, sigma2=2), rtol=1e-15)
+
+
+# --- issue 17 regressions ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [2 * 10**5 + 1, 2 * 10**6 + 1])
+@pytest.mark.parametrize("z", [-10.0, -1.0, 0.0, 1.0])
+def test_p_small_var_at_large_shape(n, z):
+    """Gaussian draws (kappa = 3): P(chi²_{n-1} < (n-1) eps) by mpmath.gammainc((n-1)/2, ...) at 60 digits, the
+    defining law (SciPy's gammainc was 2e-10 off at n = 2e6 and had no digit right at n = 2e12). The kernel's stated
+    bound is 1e-12; the input eps = 1 + z/sqrt(s) is exact as a double for both sides. (mpmath.gammainc, the
+    reference, itself stops converging from s ~ 1e8, which is why the library's mp route integrates instead.)"""
+    s = (n - 1) / 2
+    eps = 1 + z / math.sqrt(s)
+    with mpmath.workdps(60):
+        want = mpmath.gammainc(mpmath.mpf(s), 0, mpmath.mpf(s) * mpmath.mpf(eps), regularized=True)
+    assert abs(PSMALL.numpy(eps=eps, n=n, kappa=3.0) - want) <= 1e-12 * want
+    assert abs(PSMALL.mp(40, eps=eps, n=n, kappa=3) - want) <= mpmath.mpf(10) ** -38 * want
+
+
+def test_p_small_var_mp_at_huge_n():
+    """The issue's point (n = 1e30, kappa ~ 1, eps = 1 + 7.2e-6) raised NoConvergence. Shape s ~ 3e44, so by the
+    Chernoff bound 1 - P <= exp(-s (r - 1 - log r)) = exp(-7.8e33) with r = eps: P = 1 to every digit."""
+    got = PSMALL.mp(50, eps=1.0000072286845403, n=10**30, kappa=1.0000000000000033)
+    assert abs(got - 1) < mpmath.mpf(10) ** -50
+    assert PSMALL.numpy(eps=1.0000072286845403, n=10**30, kappa=1.0000000000000033) == 1.0
+
+
+LEAKY_POINTS = [(-1e308, 1e-320), (1.79e308, 1.0), (-1.0, 1.45e308), (0.5, 0.3), (1e-300, 1e154)]
+
+
+@pytest.mark.parametrize("a,sigma", LEAKY_POINTS)
+def test_leaky_moments_over_the_double_range(a, sigma):
+    """leaky.mean was inf at sigma = 1.45e308 (value 1.16e308) and leaky.m2 NaN at a = -1e308, sigma = 1e-320
+    (value 5e-25). Reference: the defining integrals of the unit law in mpmath (E[phi_a(sigma Z)^k] =
+    sigma^k E[phi_a(Z)^k]), E Z⁺ = 1/sqrt(2 pi), E(Z⁺)^k over the half line, multiplied out in mpmath."""
+    with mpmath.workdps(40):
+        A, S = mpmath.mpf(a), mpmath.mpf(sigma)
+        half = lambda k: mpmath.quad(lambda z: z**k * mpmath.npdf(z), [0, mpmath.inf])  # noqa: E731
+        mean = S * (half(1) - A * half(1))
+        m2 = S**2 * (1 + A**2) * half(2)
+        m4 = S**4 * (1 + A**4) * half(4) / 3 * 3  # kappa = 3 for the Gaussian: E x^4 = 3 sigma^4
+        var = m2 - mean**2
+    cases = [("leaky.mean", {}, mean), ("leaky.m2", {}, m2), ("leaky.m4", {"kappa": 3.0}, m4),
+             ("leaky.var", {}, var)]
+    for name, extra, want in cases:
+        got = igbsym.get(name).numpy(a=a, sigma=sigma, **extra)
+        if abs(want) > 1.7976931348623157e308:
+            assert np.isinf(got) and (got > 0) == (want > 0), name
+        elif abs(want) < 1e-300:
+            assert abs(got) < 1e-300, name
+        else:
+            assert abs(got - want) <= 1e-14 * abs(want), (name, got, want)

@@ -135,13 +135,38 @@ def gamma_case(activation):
         return sp.simplify((m**2 / v).subs(s, _sw))
     if not isinstance(m, NumericRoute) and m == 0:
         return sp.S.Zero
+    small = _small_sigma_gamma(activation)
+
+    def ratio(sigma_w, a):
+        m = mean.numpy(activation=activation, sigma=sigma_w, a=a)
+        quad = m * (m / var.numpy(activation=activation, sigma=sigma_w, a=a))  # m² underflows from m < 1.5e-154
+        return quad if small is None else np.where(np.asarray(sigma_w) <= _SMALL_SIGMA, small(sigma_w), quad)
     return NumericRoute(
-        lambda sigma_w, a: mean.numpy(activation=activation, sigma=sigma_w, a=a) ** 2
-        / var.numpy(activation=activation, sigma=sigma_w, a=a),
+        ratio,
         lambda sigma_w, a: mean.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()) ** 2
         / var.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()),
-        "ratio of quadratures", "relative error <= 3e-12 (twice the quadrature bound plus rounding)",
+        "ratio of quadratures; for sigma_w <= 1e-100 the Taylor limit (mean and variance both underflow there)",
+        "relative error <= 3e-12 (twice the quadrature bound plus rounding); the small-sigma limit is exact to "
+        "O(sigma_w^2) < 1e-199 relative",
         sp.Function("E")(sp.Symbol("phi"))**2 / sp.Function("Var")(sp.Symbol("phi")))
+
+
+_SMALL_SIGMA = 1e-100  # below, E[phi] and Var[phi] underflow (gelu at 1e-308: 0/0) but the Taylor limit is exact
+
+
+def _small_sigma_gamma(activation):
+    """γ(σ) for σ <= 1e-100 from φ's Taylor coefficients at 0: E φ(σZ) = φ(0) + φ''(0)σ²/2 + O(σ⁴) and
+    Var φ(σZ) = φ'(0)²σ² + O(σ⁴), so γ = φ(0)²/(φ'(0)σ)² (1 + O(σ²)) if φ(0) != 0, else (φ''(0)/(2φ'(0)))² σ²
+    (1 + O(σ²)); None where φ'(0) = 0 or the coefficients depend on a parameter (those cases are exact forms)."""
+    act = acts.ACTIVATIONS[activation]
+    d0, d1, d2 = (sp.simplify(sp.diff(act.expr, acts.x_, k).subs(acts.x_, 0)) for k in range(3))
+    if any(v.free_symbols for v in (d0, d1, d2)) or d1 == 0:
+        return None
+    if d0 != 0:
+        c = float(d0**2 / d1**2)
+        return lambda sigma_w: c / np.square(sigma_w)  # inf where the true value exceeds the double range
+    c = float((d2 / (2 * d1)) ** 2)
+    return lambda sigma_w: c * np.square(sigma_w)
 
 
 def _dps():
