@@ -10,7 +10,7 @@ import sympy as sp
 from scipy import special
 
 from .. import activations as acts
-from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
+from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
 from ..functions import mp_ncdf
 from ..gaussian import mp_expect, split_expect
