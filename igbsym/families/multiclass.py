@@ -472,12 +472,22 @@ def _by_pair(fn, g, gamma, C):
 
 def cdf_numpy(g, gamma, C):
     g = _check_g(g)
-    inner = lambda x, tab: tab.replicates(np.clip(x, 1e-300, 1 - 1e-16))[0].mean(0)  # noqa: E731
-    shape, gg, gm, cc, out = _by_pair(inner, g, gamma, C)
+    shape, gg, gm, cc, out = _by_pair(_monotone_cdf, g, gamma, C)
     s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
     out = np.where(cc == 2, special.ndtr(_probit(gg) / s), out)
     out = np.where(gm == 0, np.where(gg < 1 / cc, 0.0, 1.0), np.where(np.isinf(gm), 1 - 1 / cc, out))
     return np.where(gg <= 0, 0.0, np.where(gg >= 1, 1.0, out)).reshape(shape)
+
+
+def _monotone_cdf(x, tab):
+    """The mean over the scrambles at the g values x of one (gamma, C), made monotone in g (running maximum in sorted
+    g) and clipped to [0, 1]: the control variate can move single values by up to the stated bound past a neighbour
+    or past 1; each value stays within the bound of the (monotone) truth after this projection."""
+    order = np.argsort(x)
+    vals = tab.replicates(np.clip(x[order], 1e-300, 1 - 1e-16))[0].mean(0)
+    out = np.empty(x.shape)
+    out[order] = np.clip(np.maximum.accumulate(vals), 0.0, 1.0)
+    return out
 
 
 def _probit(g):
@@ -493,7 +503,7 @@ def pdf_numpy(g, gamma, C):
     shape, gg, gm, cc, out = _by_pair(lambda x, tab: tab.replicates(x)[1].mean(0), g, gamma, C)
     x = _probit(gg)
     binary = np.exp(-0.5 * np.log(gm) + (1 - 1 / gm) * x * x / 2)
-    return np.where(cc == 2, binary, out).reshape(shape)
+    return np.where(cc == 2, binary, np.maximum(out, 0.0)).reshape(shape)   # the control variate can dip below 0
 
 
 def _positive_finite_gamma(name, gamma):
