@@ -245,7 +245,8 @@ def bn_relu_net(ctx, B: int) -> dict:
     s = size(ctx, "bn.depth")
     spec = NetSpec(s["d"], (s["n"],) * s["depth"], activation="relu", norm="batchnorm", placement="pre",
                    bn_batch=B, sigma_w=math.sqrt(2))
-    res = simulate(spec, s["inits"], s["data"], seed=seed_for(ctx, "bn.depth_gamma", B), device=ctx.device,
+    n_data = s["data"] - s["data"] % B   # whole mini-batches of B (the largest multiple of B not above the size)
+    res = simulate(spec, s["inits"], n_data, seed=seed_for(ctx, "bn.depth_gamma", B), device=ctx.device,
                    layer_stats=("pre",), fresh_data=True)
     rows = []
     for layer in range(1, s["depth"] + 1):
