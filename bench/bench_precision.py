@@ -34,12 +34,12 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from validation.estimators import gamma_gaussian_rb, gamma_of_sim  # noqa: E402
 from validation.simulate import NetSpec, simulate  # noqa: E402
 from validation.stats import gamma_units, ratio_estimate  # noqa: E402
+from timing import user_mlp  # noqa: E402
 
 TARGET = 0.01
 N = 100
@@ -58,15 +58,7 @@ def baseline(d, P, L, n_pilot, seed=0):
     mus, vars_ = [], []
     t0 = cpu()
     for _ in range(n_pilot):
-        layers, fan = [], d
-        for _ in range(L):
-            layers += [nn.Linear(fan, N), nn.ReLU()]
-            fan = N
-        net = nn.Sequential(*layers, nn.Linear(fan, 2))
-        for m in net:
-            if isinstance(m, nn.Linear):
-                nn.init.kaiming_normal_(m.weight)
-                nn.init.zeros_(m.bias)
+        net = user_mlp(d, L, N)
         with torch.no_grad():
             o = net(X).double()
         mus.append(o.mean(0))

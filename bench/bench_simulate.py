@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from validation.simulate import NetSpec, sample_weights, sequential, simulate, Blob  # noqa: E402
-from timing import best_of  # noqa: E402
+from timing import best_of, user_mlp  # noqa: E402
 
 
 def loop_reference(spec, n_inits, n_data, chunk=256, seed=0):
@@ -48,17 +48,8 @@ def loop_reference(spec, n_inits, n_data, chunk=256, seed=0):
 
 def user_loop(X, n_inits, depth, width=100):
     """The per-init pattern of the IGB paper's code: a fresh nn.Sequential per init, the whole X at once."""
-    from torch import nn
     for _ in range(n_inits):
-        layers, fan = [], X.shape[1]
-        for _ in range(depth):
-            layers += [nn.Linear(fan, width), nn.ReLU()]
-            fan = width
-        net = nn.Sequential(*layers, nn.Linear(fan, 2))
-        for m in net:
-            if isinstance(m, nn.Linear):
-                nn.init.kaiming_normal_(m.weight)
-                nn.init.zeros_(m.bias)
+        net = user_mlp(X.shape[1], depth, width)
         with torch.no_grad():
             torch.bincount(net(X).argmax(1), minlength=2)
 

@@ -1,4 +1,4 @@
-"""Shared timing helper for the bench scripts (run as ``python bench/<script>.py``, so this is importable)."""
+"""Shared helpers for the bench scripts (run as ``python bench/<script>.py``, so this is importable)."""
 import time
 
 
@@ -10,3 +10,19 @@ def best_of(fn, repeat=5):
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def user_mlp(d_in: int, depth: int, width: int = 100):
+    """The network a user writes per init (the IGB paper's code): a fresh ``nn.Sequential`` of ``depth``
+    Linear(·, width) → ReLU blocks and a Linear(·, 2) readout, ``kaiming_normal_`` weights, zero biases."""
+    from torch import nn
+    layers, fan = [], d_in
+    for _ in range(depth):
+        layers += [nn.Linear(fan, width), nn.ReLU()]
+        fan = width
+    net = nn.Sequential(*layers, nn.Linear(fan, 2))
+    for m in net:
+        if isinstance(m, nn.Linear):
+            nn.init.kaiming_normal_(m.weight)
+            nn.init.zeros_(m.bias)
+    return net
