@@ -154,3 +154,18 @@ def test_rectified_moment_deep_tail_against_50_digit_quadrature(t):
             assert 0 <= got < 1e-300, (n, got)
         else:
             assert rel_err(got, ref) < 1e-14 + 2 * t * t * np.finfo(float).eps, n
+
+
+@pytest.mark.parametrize("form, activation, leading", [
+    ("activation.mean", "silu", lambda: mpmath.mpf(1) / 4),            # x/2 tanh(x/2) = x²/4 + O(x⁴)
+    ("activation.mean", "gelu", lambda: 1 / mpmath.sqrt(2 * mpmath.pi)),   # x/2 erf(x/√2) = x²/√(2π) + O(x⁴)
+    ("activation.var", "tanh", lambda: mpmath.mpf(1)),                 # tanh² x = x² + O(x⁴)
+    ("activation.var", "sigmoid", lambda: mpmath.mpf(1) / 16),         # (σ(x) − 1/2)² = x²/16 + O(x⁴)
+])
+def test_smooth_mp_route_relative_at_tiny_sigma(form, activation, leading):
+    """The mp route keeps relative accuracy where the moment is O(σ²) ≪ 1 (mpmath.quad's absolute tolerance left
+    it 2.4e-13 off at σ = 1e-100 before mp_expect's scale); reference: the leading Taylor term, exact to O(σ²)."""
+    with mpmath.workdps(60):
+        sigma = mpmath.mpf("1e-100")
+        value = igbsym.get(form).mp(dps=30, sigma=sigma, activation=activation)
+        assert abs(value / (leading() * sigma**2) - 1) < mpmath.mpf("1e-25")

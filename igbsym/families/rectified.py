@@ -340,10 +340,11 @@ def _numeric_moment(act: str, centred: bool) -> NumericRoute:
         return second if mean_spec is None else second - np_mean(sigma) ** 2
 
     def mp_route(sigma, a):
+        scale = min(mpmath.mpf(sigma) ** 2, 1)   # every even integrand is O(x²) at 0 (see mp_expect)
         if not centred:
-            return mp_expect(mp_mean, sigma)
-        second = mp_expect(mp_second, sigma)
-        return second if mp_mean is None else second - mp_expect(mp_mean, sigma) ** 2
+            return mp_expect(mp_mean, sigma, scale)
+        second = mp_expect(mp_second, sigma, scale)
+        return second if mp_mean is None else second - mp_expect(mp_mean, sigma, scale) ** 2
 
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
     return NumericRoute(np_route, mp_route, "quadrature", SMOOTH_ERROR, defining)
