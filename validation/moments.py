@@ -19,21 +19,10 @@ import torch
 
 from igbsym.errors import InputError
 from igbsym.residual import Residual
-from igbsym.spec import BatchNorm, Dense, Spec
+from igbsym.spec import BatchNorm, Spec
 
-from .simulate import fresh_rows, sample_weights
+from .simulate import dense_ops, fresh_rows, sample_weights
 from .stats import Estimate, gamma_estimate, ratio_estimate
-
-
-def dense_ops(ops) -> list:
-    """Every Dense op in order, descending into residual blocks."""
-    out = []
-    for op in ops:
-        if isinstance(op, Residual):
-            out += dense_ops(op.block)
-        elif isinstance(op, Dense):
-            out.append(op)
-    return out
 
 
 def _full_batch(ops, n_data: int) -> tuple:

@@ -161,16 +161,13 @@ def fresh_rows(d: int, law: str, seed: int, inits, start: int, stop: int, device
 
 
 # --------------------------------------------------------------------------------------------- network
-def _gains(spec: Spec) -> list:
-    """σ_w of every Dense in order (the output layer's last)."""
+def dense_ops(ops) -> list:
+    """Every Dense op in order, descending into residual blocks."""
     out = []
-
-    def walk(ops):
-        for op in ops:
-            if isinstance(op, Dense):
-                out.append(float(op.sigma_w))
-            walk(getattr(op, "block", ()))
-    walk(spec.all_ops())
+    for op in ops:
+        if isinstance(op, Dense):
+            out.append(op)
+        out += dense_ops(getattr(op, "block", ()))
     return out
 
 
@@ -179,10 +176,11 @@ def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float3
     device = resolve_device(device) if not isinstance(device, torch.device) else device
     shapes = spec.shapes()
     out = [torch.empty((len(inits), fi, fo), device=device, dtype=dtype) for fi, fo in shapes]
+    gains = [float(op.sigma_w) for op in dense_ops(spec.all_ops())]
     gen = torch.Generator(device=device)
     for k, i in enumerate(inits):
         gen.manual_seed(derive_seed(seed, WEIGHTS, int(i)))
-        for w, (fi, _), gain in zip(out, shapes, _gains(spec)):
+        for w, (fi, _), gain in zip(out, shapes, gains):
             s = gain / math.sqrt(fi)
             if spec.weight_law == "normal":
                 w[k].normal_(0.0, s, generator=gen)
