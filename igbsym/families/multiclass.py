@@ -324,8 +324,8 @@ def _law_grid(C: int):
 
 
 def _core_cdf(u: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """H on the core grid w [rows, n] (see _law_grid): every 8th point first; where all rows are < 1e-18 (below) or
-    > 1 - 1e-17 (above) H is monotone, so it is set to 0 / 1 there and computed only in between."""
+    """H on the core grid w [rows, n] (see _law_grid) by the exact product: every 8th point first; where all rows are
+    < 1e-18 (below) or > 1 - 1e-17 (above) H is monotone, so it is set to 0 / 1 there and computed only in between."""
     H = np.zeros(w.shape)
     coarse = np.arange(0, w.shape[1], 8)
     hc = _cdf_of_max(w[:, coarse], u)
@@ -338,23 +338,106 @@ def _core_cdf(u: np.ndarray, w: np.ndarray) -> np.ndarray:
     return H
 
 
+# --- binned others: log H = sum_j log Phi(w - u_j) by a Taylor expansion around lattice bin centres ---------------
+TAYLOR_ORDER = 5         # p: per bin the exact moments sum_j e_j^n, n <= p, of the offsets e_j from the bin centre
+D_CUT = 17.5             # others more than D_CUT below the top are dropped: w - u_j >= -8.5 + D_CUT = 9 on the core
+LOG_PHI_9 = 1.2e-19      # >= |log Phi(x)| for x >= 9 (= Phi(-9)/Phi(9) (1 + 1e-18) = 1.13e-19): per dropped other
+D6_SUP = 0.4455          # >= sup_x |d^6/dx^6 log Phi(x)| (0.445478 at x = 1.949; tests check it on a fine grid)
+BINNED_FROM = 10         # the binned route for C >= BINNED_FROM; below it saves nothing (measured: equal at C = 8)
+
+
+def log_phi_derivatives(x: np.ndarray, n: int) -> np.ndarray:
+    """[n + 1, len(x)]: f^(k)(x) for f = log Phi, k = 0..n. f' = lam = phi/Phi (the inverse Mills ratio of -x) and
+    lam' = -lam (x + lam), so f^(k) = P_k(x, lam) with P_1 = lam, P_(k+1) = dP_k/dx - lam (x + lam) dP_k/dlam
+    (coefficient arrays c[a, b] of x^a lam^b; derivations/multiclass.py checks them by SymPy). f and lam from
+    log_ndtr (no underflow). For x >= -8.6 (all this module uses) the polynomials lose < 1e-8 absolute to
+    cancellation (k <= 6; measured against mpmath), which the moments they multiply (<= (h/2)^k/k! each) make
+    < 1e-17 in log H."""
+    x = np.asarray(x, float)
+    lam = np.exp(-x * x / 2 - special.log_ndtr(x)) / _SQ2PI
+    out, c = [special.log_ndtr(x), lam], np.array([[0.0, 1.0]])
+    for _ in range(n - 1):
+        nx, nl = c.shape
+        nxt = np.zeros((nx + 1, nl + 1))
+        nxt[:nx - 1, :nl] += c[1:] * np.arange(1, nx)[:, None]         # d/dx x^a lam^b
+        dl = c * np.arange(nl)[None, :]                                  # b x^a lam^(b-1) times -(x lam + lam^2)
+        nxt[1:, :nl] -= dl
+        nxt[:nx, 1:] -= dl
+        c = nxt
+        out.append(np.polynomial.polynomial.polyval2d(x, lam, c))
+    return np.array(out[:n + 1])
+
+
+@lru_cache(maxsize=32)
+def _taylor_table(C: int) -> np.ndarray:
+    """B [K + 1, p + 1, n_core]: (-1)^n/n! f^(n)(rel_i + k h) for the bins k = 0..K (centre k h below the top other
+    mean, K h >= D_CUT), the Taylor orders n <= p and the core grid offsets rel_i (_law_grid)."""
+    rel, (c0, c1) = _law_grid(C)[:2]
+    h = rel[1] - rel[0]
+    k = np.arange(int(math.ceil(D_CUT / h)) + 2)
+    x = rel[None, c0:c1] + h * k[:, None]
+    f = log_phi_derivatives(x.ravel(), TAYLOR_ORDER).reshape((TAYLOR_ORDER + 1,) + x.shape)
+    sign = np.array([(-1) ** n / math.factorial(n) for n in range(TAYLOR_ORDER + 1)])
+    return np.ascontiguousarray((f * sign[:, None, None]).transpose(1, 0, 2))
+
+
+def binned_log_cdf_of_max(u: np.ndarray, C: int) -> tuple:
+    """(log H [rows, n_core], eta [rows]) for H[s, i] = prod_j Phi(w_i - u[s, j]) on the core grid w = u[s, 0] +
+    rel[c0:c1] (_law_grid, step h) of rows u[s, :] (descending, C - 1 others), with |log H - exact| <= eta[s] at every
+    w (plus floating-point rounding, relative ~1e-15 of the terms summed).
+
+    The others are put in bins of width h on a lattice hanging from the top (centres u_0 - k h), so every (bin, w)
+    pair sits at x = w - centre = rel_i + k h, a point of one shared lattice. With the exact moments
+    M_n[k] = sum_(j in k) e_j^n (e_j = u_j - centre, |e_j| <= h/2), sum_(j in k) log Phi(x - e_j) =
+    sum_(n <= p) M_n[k] (-1)^n f^(n)(x)/n! + R_k, |R_k| <= D6_SUP/6! sum_(j in k) |e_j|^6 (Lagrange, p = 5), so log H
+    is one matrix product moments [rows, bins x orders] @ _taylor_table. Others more than D_CUT below the top add
+    |log Phi| <= LOG_PHI_9 each and are dropped. eta = D6_SUP/720 sum_j |e_j|^6 + LOG_PHI_9 (number dropped)
+    <= D6_SUP/720 (C - 1) (h/2)^6 (1.6e-8 at C = 1000, 8e-9 at C = 10)."""
+    rel = _law_grid(C)[0]
+    h = rel[1] - rel[0]
+    table = _taylor_table(C)
+    d = u[:, :1] - u                                       # >= 0: depth below the top
+    keep = d <= D_CUT
+    k = np.rint(d / h)
+    e = (k * h - d)[keep]                                  # u_j - centre, |e| <= h/2
+    k = k[keep].astype(np.int64)
+    n_bins = int(k.max()) + 1                              # bins 0..n_bins-1 (the others sit in a prefix)
+    row = np.nonzero(keep)[0]
+    idx = row * n_bins + k
+    size = u.shape[0] * n_bins
+    moments, power = [np.bincount(idx, minlength=size).astype(float)], np.ones(e.shape)
+    for _ in range(TAYLOR_ORDER):
+        power *= e
+        moments.append(np.bincount(idx, power, minlength=size))
+    A = np.stack(moments, -1).reshape(u.shape[0], -1)      # [rows, bins x orders]
+    log_h = A @ table[:n_bins].reshape(A.shape[1], -1)
+    eta = D6_SUP / 720 * np.bincount(row, power * e, minlength=u.shape[0])    # e^6 = |e|^6
+    return log_h, eta + LOG_PHI_9 * (~keep).sum(1)
+
+
 class _Table:
-    """One (gamma, C): per point s of the RQMC nets (rows), G_hat(u) = P(u + eps > max others | others) on a u grid
-    around the others' maximum, in probit space p = Phi^-1(G_hat) with du/dp (monotone: G_hat increases in u)."""
+    """One (gamma, C): per point s of the RQMC nets (rows), G_hat(u) = P(u + eps > max others | others) and dG_hat/du
+    on a u grid around the others' maximum (G_hat increases in u); inverted in probit space p = Phi^-1(G_hat)."""
 
-    def __init__(self, gamma: float, C: int, u: np.ndarray, p: np.ndarray, dudp: np.ndarray, total: np.ndarray):
-        self.s, self.C, self.u, self.p, self.dudp, self.total = math.sqrt(gamma), C, u, p, dudp, total
+    def __init__(self, gamma: float, C: int, u: np.ndarray, G: np.ndarray, dG: np.ndarray, total: np.ndarray,
+                 eta: float = 0.0):
+        self.s, self.C, self.u, self.G, self.dG, self.total = math.sqrt(gamma), C, u, G, dG, total
+        self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
 
-    def replicates(self, g: np.ndarray) -> tuple:
+    def replicates(self, g: np.ndarray, control: bool = True) -> tuple:
         """(F [K, n_g], f [K, n_g]): per-scramble means of P(G_c <= g | others) = Phi(u*(g)/sqrt(gamma)) and of its
-        g-derivative; u*(g) = G_hat^-1(g) by cubic Hermite interpolation of u(p) (error O(dp^4), < 1e-7)."""
-        t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
-        n, n_u = self.p.shape
-        i = np.clip((self.p[:, :, None] < t[None, None, :]).sum(1), 1, n_u - 1)    # p[i-1] < t <= p[i]
+        g-derivative; u*(g) = G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that
+        bracket g (error O(dp^4), < 1e-7); control=False leaves out the control variate (taylor_error)."""
+        gc = np.clip(g, 1e-300, 1 - 1e-16)
+        t = _probit(gc)
+        n, n_u = self.G.shape
+        i = np.clip((self.G[:, :, None] < gc[None, None, :]).sum(1), 1, n_u - 1)    # G[i-1] < g <= G[i]
         r = np.arange(n)[:, None]
-        p0, p1, u0, u1 = self.p[r, i - 1], self.p[r, i], self.u[r, i - 1], self.u[r, i]
+        p0, p1 = _probit(self.G[r, i - 1]), _probit(self.G[r, i])
+        u0, u1 = self.u[r, i - 1], self.u[r, i]
         dp = np.maximum(p1 - p0, 1e-300)
-        m0, m1 = self.dudp[r, i - 1] * dp, self.dudp[r, i] * dp
+        m0 = np.exp(-p0 * p0 / 2) / _SQ2PI / np.maximum(self.dG[r, i - 1], 1e-300) * dp      # du/dp dp
+        m1 = np.exp(-p1 * p1 / 2) / _SQ2PI / np.maximum(self.dG[r, i], 1e-300) * dp
         x = np.clip((t[None, :] - p0) / dp, 0.0, 1.0)
         root = u0 + x * (x * (x * (2 * u0 - 2 * u1 + m0 + m1) + (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0)
         slope = (x * (x * 3 * (2 * u0 - 2 * u1 + m0 + m1) + 2 * (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0) / dp   # du/dp
@@ -364,13 +447,24 @@ class _Table:
         z = np.clip(root, lo, hi) / self.s
         dens = np.where(inside, np.exp((t * t)[None, :] / 2 - z * z / 2) / self.s * slope, 0.0)   # dPhi(z)/dg
         F, f = special.ndtr(z), dens
-        if self.s ** 2 <= CV_GAMMA:       # control variate: the small-gamma linearisation, exact mean (_linear_cv)
+        if control and self.s ** 2 <= CV_GAMMA:   # control variate: the small-gamma linearisation, exact mean
             cv, dcv, mean_cv, mean_dcv = _linear_cv(g, self.s, self.C, self.total)
             F, f = F - cv + mean_cv, f - dcv + mean_dcv
         k = (K_SCRAMBLES, n // K_SCRAMBLES, len(t))
         w = _others(self.C)[1][:, :, None]
         w = w / w.sum(1, keepdims=True)          # self-normalised per replicate (the weights' mean is 1 exactly)
         return (F.reshape(k) * w).sum(1), (f.reshape(k) * w).sum(1)
+
+    def taylor_error(self, g: np.ndarray) -> np.ndarray:
+        """Bound on the cdf error at g from the binned products (|log H_hat - log H| <= eta): the kernels are >= 0,
+        so G_hat/G is in [e^-eta, e^eta] on the whole u grid; G_hat increases in u, so each row's exact root u*(g) lies
+        between the table's roots at g e^-eta and g e^eta, and its P(G_c <= g | others) between the two values; the
+        weights are positive and the control variate is exact, hence |cdf - cdf_exact| <= F(g e^eta) - F(g e^-eta)
+        (means over the scrambles). 0 for the exact product (C < BINNED_FROM)."""
+        if self.eta == 0:
+            return np.zeros(np.shape(g))
+        up = self.replicates(np.asarray(g) * math.exp(self.eta), control=False)[0].mean(0)
+        return np.abs(up - self.replicates(np.asarray(g) * math.exp(-self.eta), control=False)[0].mean(0))
 
 
 CV_GAMMA = 1.0     # the control variate is used for gamma <= CV_GAMMA (where it lowers the SE; measured)
@@ -401,19 +495,23 @@ def _build_tables(gammas: list, C: int) -> list:
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
     u = np.concatenate([math.sqrt(gm) * xi for gm in gammas])
     top = u[:, 0]
-    H = np.zeros((u.shape[0], rel.size))
-    H[:, c1:] = 1.0
+    H = np.empty((u.shape[0], c1 - c0))               # the core; H = 0 below it and 1 above (see _law_grid)
+    eta = np.zeros(u.shape[0])
     for r0 in range(0, u.shape[0], ROW_BLOCK):
         rows = slice(r0, r0 + ROW_BLOCK)
-        H[rows, c0:c1] = _core_cdf(u[rows], top[rows, None] + rel[None, c0:c1])
-    G, dG = H @ ker, H @ dker
-    p = _probit(np.clip(G, 1e-300, 1 - 1e-16))
-    dudp = np.exp(-p * p / 2) / _SQ2PI / np.maximum(dG, 1e-300)
+        if C >= BINNED_FROM:
+            log_h, eta[rows] = binned_log_cdf_of_max(u[rows], C)
+            H[rows] = np.exp(log_h)
+        else:
+            H[rows] = _core_cdf(u[rows], top[rows, None] + rel[None, c0:c1])
+    kernels = np.concatenate([ker, dker], 1)
+    both = H @ kernels[c0:c1] + kernels[c1:].sum(0)
+    G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
     grid_u = top[:, None] + rel_u[None, :]
     n = xi.shape[0]
     total = u.sum(1)
-    return [_Table(gm, C, grid_u[i * n:(i + 1) * n], p[i * n:(i + 1) * n], dudp[i * n:(i + 1) * n],
-                   total[i * n:(i + 1) * n]) for i, gm in enumerate(gammas)]
+    return [_Table(gm, C, grid_u[i * n:(i + 1) * n], G[i * n:(i + 1) * n], dG[i * n:(i + 1) * n],
+                   total[i * n:(i + 1) * n], float(eta[i * n:(i + 1) * n].max())) for i, gm in enumerate(gammas)]
 
 
 _TABLES: dict = {}
@@ -447,8 +545,11 @@ def law_se(g, gamma: float, C: int) -> tuple:
 
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
-    the deterministic part (trapezoid + interpolation, <= LAW_DET)."""
-    return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET
+    the deterministic part: trapezoid + interpolation (<= LAW_DET) and, for C >= BINNED_FROM, the bound the Taylor
+    remainder of the binned products implies (_Table.taylor_error, computed; <= 1e-6 on the bench grid)."""
+    g = np.atleast_1d(np.asarray(g, float))
+    taylor = _tables([gamma], int(C))[float(gamma)].taylor_error(g)
+    return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET + taylor
 
 
 LAW_DET = 1e-5     # deterministic error (trapezoid < 1e-10, Hermite inversion < 1e-7: measured at C = 3 vs Gauss-
