@@ -1,21 +1,32 @@
 """Multiclass kernels for 10^3 (gamma, C) points (issue 13: "multiclass.var and multiclass.cdf in seconds").
 
 Grid: 40 gamma log-spaced in [1e-3, 1e3] x 25 C log-spaced in [2, 1000] (rounded to integers; 24 distinct C),
-one ``form.numpy`` call per form over all points (input validation included), tables cleared first (cold):
+one ``form.numpy`` call per form over all points (input validation included), tables and base points cleared first
+(cold):
 - multiclass.var (deterministic quadrature; the C of one gamma share one Phi_2 table);
 - multiclass.cdf at g = 1/C (the mean fraction) per point (randomised QMC; the gammas of one C are built in one batch
-  on the same base points, u = sqrt(gamma) xi), with the largest stated error bound (law_bound) over the grid;
+  on the same base points, u = sqrt(gamma) xi; the product over the other means by lattice bins with a Taylor
+  remainder for C >= BINNED_FROM), with the largest stated error bound (law_bound) and the largest part of it due to
+  the binning (_Table.taylor_error) over the grid;
+- with --compare, the same cdf call with the exact product over the other means (the route before the binning;
+  C < BINNED_FROM always uses it) in the same run, and the largest difference of the two;
 - the cost of one cdf batch vs C (40 gammas at one C) up to C = 10^4, per point.
-Run: python bench/bench_multiclass.py [--gammas 40 --classes 25]. Times are wall clock on whatever the machine is
-doing (the shared 2-core machine is loaded: compare within one run).
+Run: python bench/bench_multiclass.py [--gammas 40 --classes 25 --compare]. BLAS runs at 1 thread unless
+OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise (on the loaded shared 2-core machine a 2-thread BLAS stalls the
+many mid-sized products up to 100x). Times are wall clock on whatever the machine is doing: compare within one run.
 """
-import argparse
-import time
+import os
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-import igbsym
-from igbsym.families import multiclass as fam
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import igbsym  # noqa: E402
+from igbsym.families import multiclass as fam  # noqa: E402
 
 
 def timed(fn):
@@ -27,37 +38,59 @@ def timed(fn):
 def clear():
     fam._TABLES.clear()
     fam._others.cache_clear()
+    fam._sobol_nets.cache_clear()
+    fam._taylor_table.cache_clear()
+
+
+def cdf_grid(G, C, exact: bool):
+    """(seconds, values) of multiclass.cdf at g = 1/C on the grid, cold; exact=True: the exact-product route."""
+    clear()
+    binned_from = fam.BINNED_FROM
+    fam.BINNED_FROM = fam.C_MAX + 1 if exact else binned_from
+    try:
+        return timed(lambda: igbsym.get("multiclass.cdf").numpy(g=1 / C, gamma=G, C=C))
+    finally:
+        fam.BINNED_FROM = binned_from
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gammas", type=int, default=40)
     ap.add_argument("--classes", type=int, default=25)
+    ap.add_argument("--compare", action="store_true", help="also time the exact-product route (slow: ~1 min)")
     a = ap.parse_args()
     gammas = np.geomspace(1e-3, 1e3, a.gammas)
     classes = np.round(np.geomspace(2, 1000, a.classes))
     G, C = np.meshgrid(gammas, classes)
     n = G.size
     print(f"grid: {a.gammas} gamma in [1e-3, 1e3] x {a.classes} C in [2, 1000] ({np.unique(classes).size} distinct) "
-          f"= {n} points")
-    var, cdf = igbsym.get("multiclass.var"), igbsym.get("multiclass.cdf")
-    t, _ = timed(lambda: var.numpy(gamma=G, C=C))
+          f"= {n} points; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, BLAS threads "
+          f"{os.environ['OPENBLAS_NUM_THREADS']}")
+    t, _ = timed(lambda: igbsym.get("multiclass.var").numpy(gamma=G, C=C))
     print(f"multiclass.var  {n} points: {t:.2f} s ({1e3 * t / n:.2f} ms/point)")
-    clear()
-    t, F = timed(lambda: cdf.numpy(g=1 / C, gamma=G, C=C))
-    print(f"multiclass.cdf  {n} points at g = 1/C: {t:.2f} s ({1e3 * t / n:.1f} ms/point)")
-    bound = max(float(fam.law_bound(np.array([1 / c]), gm, int(c))[0])
-                for gm, c in zip(G.ravel(), C.ravel()) if c >= 3)
-    print(f"  largest stated error bound (99.99 %) on that grid: {bound:.4f}")
-    t, _ = timed(lambda: cdf.numpy(g=np.linspace(0.001, 0.999, 1000), gamma=1.0, C=10))
+    t_new, F = cdf_grid(G, C, exact=False)
+    print(f"multiclass.cdf  {n} points at g = 1/C: {t_new:.2f} s ({1e3 * t_new / n:.1f} ms/point; binned products "
+          f"for C >= {fam.BINNED_FROM})")
+    pts = [(gm, int(c)) for gm, c in zip(G.ravel(), C.ravel()) if c >= 3]
+    bound = max(float(fam.law_bound(np.array([1 / c]), gm, c)[0]) for gm, c in pts)
+    taylor = max(float(fam._tables([gm], c)[gm].taylor_error(np.array([1 / c]))[0]) for gm, c in pts)
+    eta = max(fam._tables([gm], c)[gm].eta for gm, c in pts)
+    print(f"  largest stated error bound (99.99 %) on that grid: {bound:.4f}; of it from the binning: {taylor:.1e} "
+          f"(largest eta, the bound on |log H_hat - log H|: {eta:.1e})")
+    if a.compare:
+        t_old, F_old = cdf_grid(G, C, exact=True)
+        print(f"  exact-product route (before the binning), same run: {t_old:.2f} s ({1e3 * t_old / n:.1f} ms/point): "
+              f"{t_old / t_new:.1f}x slower; largest |difference| {np.abs(F - F_old).max():.1e}")
+    t, _ = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.linspace(0.001, 0.999, 1000), gamma=1.0, C=10))
     print(f"multiclass.cdf  1000 values of g at one cached (gamma, C): {t:.3f} s")
     print("cost vs C (one batch of the 40 gammas at one C, cold; per (gamma, C) point):")
+    print("  |      C | ms per point | base points (s) | rows per gamma |")
     for cc in (3, 10, 100, 1000, 3000, 10000):
         clear()
         t_base, _ = timed(lambda: fam._others(cc))
-        t, _ = timed(lambda: cdf.numpy(g=1 / cc, gamma=gammas, C=cc))
-        print(f"  C={cc:>5}: {t:.2f} s for {gammas.size} gammas ({1e3 * t / gammas.size:.0f} ms/point; "
-              f"base points {t_base:.2f} s, {fam.K_SCRAMBLES} x {2 ** fam.points_log2(cc)} rows per gamma)")
+        t, _ = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=1 / cc, gamma=gammas, C=cc))
+        print(f"  | {cc:>6} | {1e3 * (t + t_base) / gammas.size:>12.1f} | {t_base:>15.2f} | "
+              f"{fam.K_SCRAMBLES} x {2 ** fam.points_log2(cc):<9} |")
 
 
 if __name__ == "__main__":

@@ -257,6 +257,14 @@ def points_log2(C: int) -> int:
     return 3 if C <= 200 else 2
 
 
+@lru_cache(maxsize=1)
+def _sobol_nets() -> np.ndarray:
+    """[K_SCRAMBLES, 8, SOBOL_DIM]: the first 8 points of K independently scrambled (LMS + digital shift) Sobol
+    sequences, fixed seeds. Scrambling is the costly part (~15 ms per net), so it is done once for every C."""
+    return np.stack([stats.qmc.Sobol(SOBOL_DIM, scramble=True, seed=np.random.default_rng(child)).random_base2(3)
+                     for child in np.random.SeedSequence([SEED]).spawn(K_SCRAMBLES)])
+
+
 @lru_cache(maxsize=32)
 def _others(C: int) -> tuple:
     """([K_SCRAMBLES, 2^m, C - 1] the other C - 1 standard normal means in descending order, [K, 2^m] weights).
@@ -267,14 +275,15 @@ def _others(C: int) -> tuple:
     which make the tails of the law of G_c, are sampled ~20x more often. Given x, the other C - 2 are i.i.d. N(0, 1)
     below x, by Renyi's representation of descending uniform order statistics (U_(1) = Phi(x) V_2^(1/(C-2)),
     U_(i) = U_(i-1) V_(i+1)^(1/(C-1-i))), so the best-spread first Sobol coordinates drive the largest means
-    (effective dimension reduction, like a Brownian bridge)."""
+    (effective dimension reduction, like a Brownian bridge). The scrambled nets are shared by all C (_sobol_nets:
+    the first C - 1 coordinates and first 2^m points of a scrambled Sobol sequence are a scrambled Sobol net)."""
     d, m, b = C - 1, points_log2(C), GUMBEL_WIDTH
     out, weight = np.empty((K_SCRAMBLES, 2**m, d)), np.empty((K_SCRAMBLES, 2**m))
+    nets = _sobol_nets()
     for k, child in enumerate(np.random.SeedSequence([SEED, C]).spawn(K_SCRAMBLES)):
-        rng = np.random.default_rng(child)
         v = np.empty((2**m, d))
-        v[:, :min(d, SOBOL_DIM)] = stats.qmc.Sobol(min(d, SOBOL_DIM), scramble=True, seed=rng).random_base2(m)
-        v[:, SOBOL_DIM:] = rng.random((2**m, max(d - SOBOL_DIM, 0)))
+        v[:, :min(d, SOBOL_DIM)] = nets[k, :2**m, :min(d, SOBOL_DIM)]
+        v[:, SOBOL_DIM:] = np.random.default_rng(child).random((2**m, max(d - SOBOL_DIM, 0)))
         v = np.clip(v, 1e-300, 1 - 1e-16)
         t = -b * np.log(-np.log(v[:, 0]))
         weight[k] = b * np.exp(-t - np.exp(-t) + t / b + np.exp(-t / b))
