@@ -244,7 +244,6 @@ K_SCRAMBLES = 16         # independent scrambles (replicates): the error estimat
 SOBOL_DIM = 256          # Sobol coordinates drive the largest other means; further ones are i.i.d. uniform (padding)
 CONFIDENCE = 0.9999      # two-sided level of the stated error bound (Student t over the scrambles)
 T_FACTOR = float(special.stdtrit(K_SCRAMBLES - 1, 0.5 + CONFIDENCE / 2))   # 5.24
-ROW_BLOCK = 256          # rows (gamma x point) per block in the product over the other classes
 _MEMO = 64               # law tables kept (each ~ 0.5 MB)
 
 
@@ -499,28 +498,26 @@ def _linear_cv(g, s, C, total):
 
 
 def _build_tables(gammas: list, C: int) -> list:
-    """Law tables for several gamma at one C in one batched computation (the same base points, u = sqrt(gamma) xi)."""
+    """Law tables for several gamma at one C (the same base points, u = sqrt(gamma) xi). Each gamma's rows are
+    computed on their own (the binned products' lattice and the matrix products depend only on them), so a table
+    is the same whether it is built alone or in a batch (array call = scalar call)."""
     xi = _others(C)[0].reshape(-1, C - 1)
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
-    u = np.concatenate([math.sqrt(gm) * xi for gm in gammas])
-    top = u[:, 0]
-    H = np.empty((u.shape[0], c1 - c0))               # the core; H = 0 below it and 1 above (see _law_grid)
-    eta = np.zeros(u.shape[0])
-    for r0 in range(0, u.shape[0], ROW_BLOCK):
-        rows = slice(r0, r0 + ROW_BLOCK)
-        if C >= BINNED_FROM:
-            log_h, eta[rows] = binned_log_cdf_of_max(u[rows], C)
-            H[rows] = np.exp(log_h)
-        else:
-            H[rows] = _core_cdf(u[rows], top[rows, None] + rel[None, c0:c1])
     kernels = np.concatenate([ker, dker], 1)
-    both = H @ kernels[c0:c1] + kernels[c1:].sum(0)
-    G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
-    grid_u = top[:, None] + rel_u[None, :]
-    n = xi.shape[0]
-    total = u.sum(1)
-    return [_Table(gm, C, grid_u[i * n:(i + 1) * n], G[i * n:(i + 1) * n], dG[i * n:(i + 1) * n],
-                   total[i * n:(i + 1) * n], float(eta[i * n:(i + 1) * n].max())) for i, gm in enumerate(gammas)]
+    core, above = kernels[c0:c1], kernels[c1:].sum(0)       # H = 0 below the core and 1 above it (see _law_grid)
+    tables = []
+    for gm in gammas:
+        u = math.sqrt(gm) * xi
+        eta = 0.0
+        if C >= BINNED_FROM:
+            log_h, eta_rows = binned_log_cdf_of_max(u, C)
+            H, eta = np.exp(log_h), float(eta_rows.max())
+        else:
+            H = _core_cdf(u, u[:, :1] + rel[None, c0:c1])
+        both = H @ core + above
+        G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
+        tables.append(_Table(gm, C, u[:, :1] + rel_u[None, :], G, dG, u.sum(1), eta))
+    return tables
 
 
 _TABLES: dict = {}
