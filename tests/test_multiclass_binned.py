@@ -1,0 +1,111 @@
+"""The binned product over the other means in the multiclass law tables (issue 13, the cdf bench): for C >=
+BINNED_FROM, log H(w) = sum_j log Phi(w - u_j) is a 5th-order Taylor expansion around lattice bin centres with the
+exact moments of each bin, and the stated remainder eta (D6_SUP/6! sum_j |e_j|^6) enters law_bound through
+_Table.taylor_error. Checked here against independent routes:
+
+* the derivative polynomials of log Phi (log_phi_derivatives) against mpmath's numerical derivatives at 40 digits;
+* the constant D6_SUP against the sixth derivative on a fine grid plus the grid's Lipschitz margin (seventh derivative);
+* log H against the exact product of normal cdfs (_cdf_of_max, the route kept for C < BINNED_FROM) at
+  C in {3, 10, 100, 1000} and gamma over six decades: within eta (+ the two routes' rounding), eta within its a-priori
+  bound, and eta not loose (the largest error reaches half of it: a mutation of a moment or of the table fails);
+* whole law tables, binned vs exact products on the same base points: the cdf difference within taylor_error;
+* array call = scalar call, and a cdf at C = 300 that is monotone in [0, 1].
+All deterministic (fixed base points), no tolerance from the code under test."""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import igbsym
+from igbsym.families import multiclass as fam
+
+EPS = np.finfo(float).eps
+GAMMAS = (1e-3, 0.03, 1.0, 10.0, 1e3)
+
+
+def exact_log_h(u, C):
+    rel, (c0, c1) = fam._law_grid(C)[:2]
+    H = fam._cdf_of_max(u[:, :1] + rel[None, c0:c1], u)
+    return np.log(np.where(H > 1e-300, H, np.nan))
+
+
+def test_log_phi_derivatives_match_mpmath():
+    mpmath.mp.dps = 40
+    try:
+        for x in (-8.5, -3.0, -0.7, 0.0, 1.231, 1.949, 4.0, 9.0, 25.0):
+            got = fam.log_phi_derivatives(np.array([x]), 6)[:, 0]
+            ref = [float(mpmath.diff(lambda t: mpmath.log(mpmath.ncdf(t)), x, n)) for n in range(7)]
+            assert np.all(np.abs(got - ref) <= 1e-8 + 1e-12 * np.abs(ref)), (x, got - ref)
+    finally:
+        mpmath.mp.dps = 15
+
+
+def test_remainder_constant_bounds_the_sixth_derivative():
+    """Taylor points x = w - u lie in [-8.5, 40] (core w >= top - 8.5; bins dropped below D_CUT keep x <= 8.5 + 3.7 +
+    D_CUT + h); beyond 40, |f^(6)| ~ phi(x) x^5 < 1e-340. Grid maximum + (step/2) max |f^(7)| bounds the supremum."""
+    x = np.linspace(-8.5, 40.0, 485_001)
+    f = fam.log_phi_derivatives(x, 7)
+    sup6 = np.abs(f[6]).max() + (x[1] - x[0]) / 2 * np.abs(f[7]).max()
+    assert sup6 <= fam.D6_SUP
+    assert np.abs(f[6]).max() >= 0.999 * fam.D6_SUP          # and it is the supremum (not a loose constant)
+
+
+@pytest.mark.parametrize("C", [3, 10, 100, 1000])
+def test_binned_log_products_within_eta_of_the_exact_product(C):
+    xi = fam._others(C)[0].reshape(-1, C - 1)
+    rel = fam._law_grid(C)[0]
+    h = rel[1] - rel[0]
+    a_priori = fam.D6_SUP / 720 * (C - 1) * (h / 2) ** 6 + fam.LOG_PHI_9 * (C - 1)
+    largest_err = largest_eta = 0.0
+    for gamma in GAMMAS:
+        u = math.sqrt(gamma) * xi
+        log_h, eta = fam.binned_log_cdf_of_max(u, C)
+        ref = exact_log_h(u, C)
+        ok = np.isfinite(ref)
+        err = np.abs(log_h - ref)
+        rounding = 64 * EPS * (C + np.abs(ref))            # the exact product's C factors, the sum's terms
+        assert np.all((err <= eta[:, None] + rounding)[ok]), (gamma, np.max((err - eta[:, None])[ok]))
+        assert np.all(eta <= a_priori) and a_priori <= 2e-8, (gamma, eta.max(), a_priori)
+        largest_err, largest_eta = max(largest_err, err[ok].max()), max(largest_eta, eta.max())
+    assert largest_err >= 0.5 * largest_eta, (largest_err, largest_eta)
+
+
+@pytest.mark.parametrize("C", [10, 100, 1000])
+def test_law_tables_binned_vs_exact_products_within_taylor_error(C, monkeypatch):
+    """Same base points, the two product routes: G_hat/G within e^(+-eta) where the exact route computes G (it sets
+    H < 1e-18 to 0, so its G below 1e-15 is not the reference), and the cdf within taylor_error."""
+    g = np.array([1e-6, 1e-3, 0.01, 0.05, 1 / C, 0.2, 0.5, 0.9, 0.999])
+    for gamma in (1e-3, 0.03, 1.0, 30.0):
+        binned, = fam._build_tables([gamma], C)
+        with monkeypatch.context() as m:
+            m.setattr(fam, "BINNED_FROM", fam.C_MAX + 1)
+            exact, = fam._build_tables([gamma], C)
+        assert exact.eta == 0 and 0 < binned.eta <= 2e-8
+        seen = exact.G > 1e-15
+        assert np.all(np.abs(np.log(binned.G) - np.log(exact.G))[seen] <= binned.eta + 1e-13), gamma
+        diff = np.abs(binned.replicates(g)[0].mean(0) - exact.replicates(g)[0].mean(0))
+        bound = binned.taylor_error(g)
+        assert np.all(diff <= bound + 1e-14), (gamma, diff, bound)
+        assert np.all(bound <= 1e-6)
+
+
+@pytest.mark.parametrize("C", [3, 12, 150])
+def test_array_call_equals_scalar_calls(C, monkeypatch):
+    gammas = np.array([2e-3, 0.3, 1.0, 7.0, 400.0])
+    g = np.array([0.3 / C, 1 / C, 2.5 / C])
+    cdf = igbsym.get("multiclass.cdf")
+    monkeypatch.setattr(fam, "_TABLES", {})
+    together = cdf.numpy(g=g[:, None], gamma=gammas[None, :], C=C)
+    for j, gamma in enumerate(gammas):
+        fam._TABLES.clear()
+        for i, gg in enumerate(g):
+            assert float(cdf.numpy(g=gg, gamma=gamma, C=C)) == together[i, j], (gamma, gg)
+
+
+def test_cdf_at_many_classes_is_monotone_in_unit_interval():
+    grid = np.linspace(0, 1, 401)
+    for gamma in (0.01, 1.0, 100.0):
+        F = igbsym.get("multiclass.cdf").numpy(g=grid, gamma=gamma, C=300)
+        assert np.all((F >= 0) & (F <= 1)) and np.all(np.diff(F) >= 0) and F[0] == 0 and F[-1] == 1
+        assert np.all(fam.law_bound(grid[1:-1], gamma, 300) <= 0.05)
