@@ -380,7 +380,7 @@ def log_phi_derivatives(x: np.ndarray, n: int) -> np.ndarray:
     return np.array(out[:n + 1])
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=8)
 def _taylor_table(C: int) -> np.ndarray:
     """B [K + 1, p + 1, n_core]: (-1)^n/n! f^(n)(rel_i + k h) for the bins k = 0..K (centre k h below the top other
     mean, K h >= D_CUT), the Taylor orders n <= p and the core grid offsets rel_i (_law_grid)."""
@@ -562,7 +562,7 @@ def law_se(g, gamma: float, C: int) -> tuple:
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
     the deterministic part: trapezoid + interpolation (<= LAW_DET) and, for C >= BINNED_FROM, the bound the Taylor
-    remainder of the binned products implies (_Table.taylor_error, computed; <= 1e-6 on the bench grid)."""
+    remainder of the binned products implies (_Table.taylor_error, computed; <= 3e-8 on the bench grid)."""
     g = np.atleast_1d(np.asarray(g, float))
     taylor = _tables([gamma], int(C))[float(gamma)].taylor_error(g)
     return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET + taylor
@@ -834,9 +834,9 @@ _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z
 MC_ERROR = ("randomised QMC over the other C-1 means (16 scrambled Sobol nets, importance-sampled largest mean, "
             "small-gamma control variate; for C >= 10 the product over the others by binned 5th-order Taylor "
             "expansions with a computed remainder): |error| <= law_bound = 5.24 x (SE between the scrambles) + 1e-5 "
-            "+ the remainder's effect (<= 1e-6) at 99.99 % (Student t, 15 dof); the bound is <= 0.05 over gamma in "
-            "[1e-3, 1e3], C <= 1000 (bench), largest where the law is steep (small gamma); C = 2 and gamma in "
-            "{0, inf} are exact")
+            "+ the remainder's effect (computed; <= 3e-8 on the bench grid) at 99.99 % (Student t, 15 dof); the "
+            "bound is <= 0.05 over gamma in [1e-3, 1e3], C <= 1000 (bench), largest where the law is steep (small "
+            "gamma); C = 2 and gamma in {0, inf} are exact")
 
 
 _E, _Gc = sp.Function("E"), sp.Symbol("G_c")
@@ -850,8 +850,8 @@ def _stated(text: str) -> Accuracy:
     return Accuracy(1e-6, "NOT a relative bound for C >= 3: " + text)
 
 
-_LAW_ACC = _stated("randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (<= 1e-6) at "
-                   "99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
+_LAW_ACC = _stated("randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
+                   "at 99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
 _VEC_ACC = _stated("Monte Carlo over fraction vectors, absolute error within a few sample SD/sqrt(n) (n = "
                    "min(4000, 1e5/C)); exact at C = 2 (mpmath) and gamma in {0, inf}")
 
