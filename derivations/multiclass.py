@@ -145,15 +145,15 @@ def _vectors(d: Derivation):
 
 def _binned(d: Derivation):
     """The binned product over the other means in the law tables (multiclass.binned_log_cdf_of_max)."""
-    d.step("Law tables, C >= BINNED_FROM: log H(w) = sum_j f(w - u_j), f = log Phi, with the other means in bins of "
+    d.step(f"Law tables, C >= {fam.BINNED_FROM}: log H(w) = sum_j f(w - u_j), f = log Phi, with the other means in bins of "
            "width h on a lattice hanging from the largest (centres c_k = u_(1) - k h, offsets e_j = u_j - c_k, "
-           "|e_j| <= h/2). Taylor's theorem with the Lagrange remainder at order p = 5 gives, per bin, "
+           "|e_j| <= h/2). The Taylor expansion with the Lagrange remainder at order p = 5 gives, per bin, "
            "sum_j f(x - e_j) = sum_(n <= 5) (-1)^n f^(n)(x)/n! sum_j e_j^n + R, |R| <= sup|f^(6)|/6! sum_j |e_j|^6, "
            "x = w - c_k on the shared lattice rel_i + k h: a matrix product of exact bin moments with one table.")
     x, lam_s = sp.symbols("x lambda", real=True)
     lam = sp.diff(Phi(x), x) / Phi(x)
     require(sp.simplify((sp.diff(lam, x) + lam * (x + lam)).rewrite(sp.erf)) == 0, "lambda' = -lambda (x + lambda)")
-    d.step("The inverse Mills ratio lambda = phi/Phi = f' satisfies", sp.Eq(sp.Derivative(lam_s, x),
+    d.step("The inverse Mills ratio lambda = phi/Phi = df/dx satisfies", sp.Eq(sp.Derivative(lam_s, x),
                                                                           -lam_s * (x + lam_s)))
     P = [sp.log(Phi(x)), lam_s]
     for _ in range(5):
@@ -176,9 +176,9 @@ def _binned(d: Derivation):
             worst = max(worst, abs(float(got[k]) - float(exact)))
     require(worst < 1e-8, f"log_phi_derivatives vs SymPy: {worst:.1e} (its stated accuracy: 1e-8 absolute)")
     d.step(f"Checked: P_k(x, lambda(x)) = d^k log Phi/dx^k (SymPy, 30 digits, k <= 6, x in {points}), and "
-           f"multiclass.log_phi_derivatives reproduces them to {worst:.0e}. sup|f^(6)| = 0.44548 (x = 1.949) <= "
-           f"D6_SUP = {fam.D6_SUP} (tests: a fine grid plus the seventh derivative's Lipschitz margin), so "
-           "|log H_hat - log H| <= eta = D6_SUP/720 sum_j |e_j|^6 (+ 1.2e-19 per other dropped more than 17.5 below "
+           f"the polynomials of the module reproduce them to {worst:.0e}. sup|f^(6)| = 0.44548 (x = 1.949) <= "
+           f"{fam.D6_SUP} (tests: a fine grid plus the Lipschitz margin of the seventh derivative), so the binned "
+           f"log H is within eta = {fam.D6_SUP}/720 sum_j |e_j|^6 (+ 1.2e-19 per other dropped more than 17.5 below "
            "the largest); the kernels of G are >= 0, so G_hat/G is in [e^-eta, e^eta] and the cdf error is at most "
            "F(g e^eta) - F(g e^-eta), added to law_bound.")
 
