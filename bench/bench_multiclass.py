@@ -87,13 +87,13 @@ def main():
     print(f"multiclass.cdf  1000 values of g at one cached (gamma, C): {t:.3f} s")
     clear()
     t_nets, _ = timed(fam._sobol_nets)
-    print(f"cost vs C (one batch of the 40 gammas at one C, cold but for the scrambled nets shared by all C, "
+    print(f"cost vs C (one batch of the {gammas.size} gammas at one C, cold but for the scrambled nets shared by all C, "
           f"{t_nets:.2f} s once; per (gamma, C) point, base points included):")
     print("  |      C | ms per point | base points (s) | rows per gamma |")
     for cc in (3, 10, 100, 1000, 3000, 10000):
         clear(nets=False)
-        t_base, _ = timed(lambda: fam._others(cc))
-        t, _ = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=1 / cc, gamma=gammas, C=cc))
+        t_base, _ = timed(lambda cc=cc: fam._others(cc))
+        t, _ = timed(lambda cc=cc: igbsym.get("multiclass.cdf").numpy(g=1 / cc, gamma=gammas, C=cc))
         print(f"  | {cc:>6} | {1e3 * (t + t_base) / gammas.size:>12.1f} | {t_base:>15.2f} | "
               f"{fam.K_SCRAMBLES} x {2 ** fam.points_log2(cc):<9} |")
 

@@ -145,8 +145,8 @@ def _vectors(d: Derivation):
 
 def _binned(d: Derivation):
     """The binned product over the other means in the law tables (multiclass.binned_log_cdf_of_max)."""
-    d.step(f"Law tables, C >= {fam.BINNED_FROM}: log H(w) = sum_j f(w - u_j), f = log Phi, with the other means in bins of "
-           "width h on a lattice hanging from the largest (centres c_k = u_(1) - k h, offsets e_j = u_j - c_k, "
+    d.step(f"Law tables, C >= {fam.BINNED_FROM}: log H(w) = sum_j f(w - u_j), f = log Phi, with the other means in "
+           "bins of width h on a lattice hanging from the largest (centres c_k = u_(1) - k h, offsets e_j = u_j - c_k, "
            "|e_j| <= h/2). The Taylor expansion with the Lagrange remainder at order p = 5 gives, per bin, "
            "sum_j f(x - e_j) = sum_(n <= 5) (-1)^n f^(n)(x)/n! sum_j e_j^n + R, |R| <= sup|f^(6)|/6! sum_j |e_j|^6, "
            "x = w - c_k on the shared lattice rel_i + k h: a matrix product of exact bin moments with one table.")

@@ -386,7 +386,7 @@ def _taylor_table(C: int) -> np.ndarray:
     mean, K h >= D_CUT), the Taylor orders n <= p and the core grid offsets rel_i (_law_grid)."""
     rel, (c0, c1) = _law_grid(C)[:2]
     h = rel[1] - rel[0]
-    k = np.arange(int(math.ceil(D_CUT / h)) + 2)
+    k = np.arange(math.ceil(D_CUT / h) + 2)
     x = rel[None, c0:c1] + h * k[:, None]
     f = log_phi_derivatives(x.ravel(), TAYLOR_ORDER).reshape((TAYLOR_ORDER + 1,) + x.shape)
     sign = np.array([(-1) ** n / math.factorial(n) for n in range(TAYLOR_ORDER + 1)])
