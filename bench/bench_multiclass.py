@@ -87,8 +87,8 @@ def main():
     print(f"multiclass.cdf  1000 values of g at one cached (gamma, C): {t:.3f} s")
     clear()
     t_nets, _ = timed(fam._sobol_nets)
-    print(f"cost vs C (one batch of the {gammas.size} gammas at one C, cold but for the scrambled nets shared by all C, "
-          f"{t_nets:.2f} s once; per (gamma, C) point, base points included):")
+    print(f"cost vs C (one batch of the {gammas.size} gammas at one C, cold but for the scrambled nets shared by all "
+          f"C, {t_nets:.2f} s once; per (gamma, C) point, base points included):")
     print("  |      C | ms per point | base points (s) | rows per gamma |")
     for cc in (3, 10, 100, 1000, 3000, 10000):
         clear(nets=False)
