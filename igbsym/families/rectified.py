@@ -210,15 +210,19 @@ def _log_unit_moment(n: int, t) -> np.ndarray:
         logp[fwd] = lp
     back = ~fwd
     if back.any():
+        # each point starts at its own N (so an array call gives every point its scalar value): points sorted by N,
+        # descending, so the points running at step k are a prefix, and the work is the sum of the N, not their max
         tb = t[back]
-        # each point's own start (not the subset's deepest), so an array call gives every point its scalar value
         top = np.maximum(np.ceil((np.sqrt(n) + _MILLER_TERMS / np.abs(tb)) ** 2) + 2, n + _MILLER_MIN)
+        order = np.argsort(-top, kind="stable")
+        tb, top = tb[order], top[order]
         g, lp = np.zeros(tb.shape), np.zeros(tb.shape)
-        for k in range(int(top.max()) + 1, 1, -1):  # g = g_k -> g_{k-1}, from g = 0 at k = top + 1
-            g = np.where(k <= top + 1, (k - 1) / (g - tb), 0.0)
+        for k in range(int(top[0]) + 1, 1, -1):  # g = g_k -> g_{k-1}, from g = 0 at k = N + 1
+            m = np.searchsorted(-top, 1.0 - k, side="right")  # the points with N >= k - 1
+            g[:m] = (k - 1) / (g[:m] - tb[:m])
             if k - 1 <= n:
                 lp += np.log(g)
-        logp[back] = lp
+        logp.reshape(-1)[np.flatnonzero(back)[order]] = lp  # logp is a fresh contiguous array: a view
     return special.log_ndtr(t) + logp
 
 
