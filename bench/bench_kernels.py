@@ -68,7 +68,8 @@ def mp_reference(name, t):
         mu, sigma = mpmath.mpf(t), mpmath.mpf(1)
         cdf, ph = mpmath.ncdf(mu / sigma), mpmath.npdf(mu / sigma)
         m = mu * cdf + sigma * ph
-        return dict(mu=t, sigma=1.0), m if name == "rectified.mean" else (mu**2 + sigma**2) * cdf + mu * sigma * ph - m**2
+        var = (mu**2 + sigma**2) * cdf + mu * sigma * ph - m**2
+        return dict(mu=t, sigma=1.0), m if name == "rectified.mean" else var
 
 
 def per_point(fn, args, n_sub):

@@ -40,10 +40,10 @@ LAW = Provenance(IGB, "Sec. 4, App. D (law of G0; x = Phi^{-1}(G0) ~ N(0, gamma)
 
 
 def _shape(g, gamma):
-    """(x²(γ − 1)/γ, γ as an array), x = Φ⁻¹(g), by one formula for every γ, x²((γ − 1)/max(γ, 1))/min(γ, 1). γ − 1 is exact
-    near γ = 1 (1 − 1/γ rounds 1/γ first: at γ = 1 − 2⁻⁵³ it is off by a factor 2); for γ < 1 it is x²(γ − 1)/γ with
-    x²(γ − 1) first (|x| < 38.5, so x² < 1500), so 1/γ never overflows at subnormal γ; for γ ≥ 1, x²·((γ − 1)/γ), so
-    x²(γ − 1) never overflows at γ near the double maximum."""
+    """(x²(γ − 1)/γ, γ as an array), x = Φ⁻¹(g), by one formula for every γ: x²((γ − 1)/max(γ, 1))/min(γ, 1).
+    γ − 1 is exact near γ = 1 (1 − 1/γ rounds 1/γ first: at γ = 1 − 2⁻⁵³ it is off by a factor 2). For γ < 1 this is
+    x²(γ − 1)/γ with x²(γ − 1) first (|x| < 38.5, so x² < 1500): 1/γ never overflows at subnormal γ; for γ ≥ 1 it is
+    x²·((γ − 1)/γ): x²(γ − 1) never overflows at γ near the double maximum."""
     x2 = ndtri_nearer(g)
     x2 *= x2
     gamma = np.asarray(gamma, dtype=float)
