@@ -125,6 +125,8 @@ class Param:
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise InputError(f"{form}: {self.name}={value!r} is not a number; allowed: {self.allowed()}") from None
+        if arr.size and self.kind != "integer" and self._range_ok(arr.min(), arr.max()):
+            return arr  # two reductions (NaN propagates through both) instead of a mask per rule
         bad = np.isnan(arr) | (np.isinf(arr) & ~(self.allow_inf & (arr > 0)))
         if self.kind == "positive":
             bad |= ~(arr > 0)
@@ -140,6 +142,12 @@ class Param:
             first = arr[bad].flat[0] if arr.ndim else arr
             raise InputError(f"{form}: {self.name}={first:g} is not allowed; allowed: {self.allowed()}")
         return arr
+
+    def _range_ok(self, lo, hi) -> bool:
+        """Every value between lo = min and hi = max is allowed by the kind (False for NaN, so the caller's masks
+        then find and name the first bad value)."""
+        floor = lo > 0 if self.kind == "positive" else lo >= 0 if self.kind == "nonnegative" else lo > -np.inf
+        return bool(floor and (hi < np.inf or (self.allow_inf and hi == np.inf)))
 
 
 @dataclass(frozen=True)

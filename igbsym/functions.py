@@ -108,11 +108,20 @@ def mp_betainc_reg(a, b, x):
     return mpmath.betainc(a, b, 0, x, regularized=True)
 
 
+def ndtri_nearer(p):
+    """Φ⁻¹(min(p, 1 − p)) = −|Φ⁻¹(p)|, an ndarray in a new buffer: the quantile from the nearer tail, where ndtri keeps
+    full relative accuracy (1 − p is exact for p ≥ 1/2, Sterbenz)."""
+    p = np.asarray(p, dtype=float)
+    x = np.subtract(1.0, p, out=np.empty(p.shape))
+    np.minimum(p, x, out=x)
+    return special.ndtri(x, out=x)
+
+
 def ndtri_symmetric(p):
     """Φ⁻¹(p) evaluated from the nearer tail, so p close to 1 keeps full relative accuracy in 1 − p."""
     p = np.asarray(p, dtype=float)
-    x = special.ndtri(np.minimum(p, 1.0 - p))  # 1 − p is exact for p ≥ 1/2 (Sterbenz)
-    return np.where(p > 0.5, -x, x)
+    x = ndtri_nearer(p)
+    return np.copysign(x, p - 0.5, out=x)  # the sign of p − 1/2 (exact); x = 0 at p = 1/2
 
 
 _MP_ASYMPTOTIC_FROM = 10**6  # mpmath's erfc raises OverflowError for |x| beyond ~1e150; the series is used above 1e6

@@ -14,7 +14,7 @@ from scipy import special
 
 from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
-from ..functions import Phi, PhiInv, ndtri_symmetric
+from ..functions import Phi, PhiInv, ndtri_nearer, ndtri_symmetric
 from ..spec import SIGMA_W as KAIMING
 from ..registry import get, register
 
@@ -39,14 +39,46 @@ G_LT1 = Condition(sp.Lt(g, 1), "0 < g < 1")
 LAW = Provenance(IGB, "Sec. 4, App. D (law of G0; x = Phi^{-1}(G0) ~ N(0, gamma))")
 
 
-def _logpdf(g, gamma):
-    """½[x²(γ − 1)/γ − log γ] with γ − 1 exact near γ = 1 (1 − 1/γ rounds 1/γ first: at γ = 1 − 2⁻⁵³ it is off by a
-    factor 2) and no overflow of 1/γ at subnormal γ: x²(γ − 1) first when γ < 1 (|x| < 38.5, so x² < 1500)."""
-    xx = ndtri_symmetric(g)
+def _shape(g, gamma):
+    """(x²(γ − 1)/γ, γ as an array), x = Φ⁻¹(g), by one formula for every γ: x²((γ − 1)/max(γ, 1))/min(γ, 1).
+    γ − 1 is exact near γ = 1 (1 − 1/γ rounds 1/γ first: at γ = 1 − 2⁻⁵³ it is off by a factor 2). For γ < 1 this is
+    x²(γ − 1)/γ with x²(γ − 1) first (|x| < 38.5, so x² < 1500): 1/γ never overflows at subnormal γ; for γ ≥ 1 it is
+    x²·((γ − 1)/γ): x²(γ − 1) never overflows at γ near the double maximum."""
+    x2 = ndtri_nearer(g)
+    x2 *= x2
     gamma = np.asarray(gamma, dtype=float)
-    x2 = xx * xx
-    shape = np.where(gamma < 1, x2 * (gamma - 1) / gamma, x2 * ((gamma - 1) / gamma))
-    return (shape - np.log(gamma)) / 2
+    ratio = np.subtract(gamma, 1.0, out=np.empty(gamma.shape))
+    ratio /= np.maximum(gamma, 1.0)
+    shape = np.multiply(x2, ratio, out=np.empty(np.broadcast_shapes(x2.shape, gamma.shape)))
+    shape /= np.minimum(gamma, 1.0)
+    return shape, gamma
+
+
+def _logpdf(g, gamma):
+    """½[x²(γ − 1)/γ − log γ] (see _shape)."""
+    shape, gamma = _shape(g, gamma)
+    shape -= np.log(gamma)
+    shape *= 0.5
+    return shape
+
+
+_EXP_SAFE = (-708.0, 709.0)  # exp of a half-shape in here is a normal double, so exp(h)/√γ neither over- nor underflows
+
+
+def _pdf(g, gamma):
+    """f = exp(h)/√γ, h = x²(γ − 1)/(2γ) (one exp, one sqrt, no log) where exp(h) is a normal double; elsewhere
+    exp(log f) (γ far from 1 with |x| large: exp(h) alone would overflow or lose digits in the subnormal range while f
+    need not). The route is chosen point by point, so an array call gives each point's scalar value."""
+    shape, gamma = _shape(g, gamma)
+    shape *= 0.5
+    out = np.exp(shape, out=np.empty(shape.shape))
+    out /= np.sqrt(gamma)
+    lo, hi = _EXP_SAFE
+    if out.size and not (shape.min() >= lo and shape.max() <= hi):
+        gamma = np.broadcast_to(gamma, shape.shape)
+        sel = ~((shape >= lo) & (shape <= hi))
+        out[sel] = np.exp(shape[sel] - 0.5 * np.log(gamma[sel]))
+    return out
 
 
 def _scaled_phi(z, scale):
@@ -91,7 +123,7 @@ register(ClosedForm(
     (G_OPEN, GAMMA_POS), Provenance(IGB, "Sec. 4, App. D (f_G0)",
                                     "gamma = 0 is a point mass at 1/2: use igb.cdf; the pdf overflows to inf only "
                                     "where its true value exceeds 1.8e308 — igb.logpdf never does"),
-    expr=PDF, conditions=(G_LT1,), kernel=lambda g, gamma: np.exp(_logpdf(g, gamma))))
+    expr=PDF, conditions=(G_LT1,), kernel=_pdf))
 register(ClosedForm(
     "igb.logpdf", "log f(g; gamma), overflow-free in both tails.", (G_OPEN, GAMMA_POS), LAW,
     expr=LOGPDF, conditions=(G_LT1,), kernel=_logpdf))

@@ -59,8 +59,9 @@ def _mills(t):
     return t, np.exp(-t * t / 2) / _SQ2PI, np.sqrt(np.pi / 2) * special.erfcx(np.abs(t) / np.sqrt(2))
 
 
-def _mean_kernel(mu, sigma):
-    """σ(tΦ(t) + φ(t)), t = μ/σ: φ(1 + tR) for t < 0 (no cancellation), t + φ(1 − tR) for t ≥ 0."""
+def _mills_mean(mu, sigma):
+    """σ(tΦ(t) + φ(t)), t = μ/σ: φ(1 + tR) for t < 0 (no cancellation), t + φ(1 − tR) for t ≥ 0 (the mean kernel's
+    route for t < -3 and t = inf)."""
     t, ph, r = _mills(mu / sigma)
     tail = np.where(ph == 0, 0.0, ph * (1 + np.where(t < 0, t, -t) * r))  # no inf·0 where t = mu/sigma overflows
     out = np.where(t < 0, sigma * tail, mu + sigma * tail)
@@ -72,8 +73,9 @@ def _mean_kernel(mu, sigma):
     return out
 
 
-def _var_kernel(mu, sigma):
-    """Var[ReLU(X)]: Mills-ratio form for t < 0, upper-tail form with Q = Φ(−t) = φR for t ≥ 0."""
+def _mills_var(mu, sigma):
+    """Var[ReLU(X)]: Mills-ratio form for t < 0, upper-tail form with Q = Φ(−t) = φR for t ≥ 0 (the variance
+    kernel's route for t < -3 and t = inf)."""
     t, ph, r = _mills(mu / sigma)
     q = ph * r
     sign = t
@@ -88,6 +90,66 @@ def _var_kernel(mu, sigma):
         out = out.copy()
         out[deep] = _deep_var(mu[deep], sigma[deep])
     return out
+
+
+_FAST_FROM = -3.0  # the one-pass form for t >= -3: as accurate as the Mills-ratio form there (max relative error
+#                    over t in [-3, -2]: mean 24 vs 23 ulp, variance 149 vs 149 ulp); below, 53 vs 42 and 480 vs 280
+
+
+def _fast_terms(mu, sigma):
+    """The one-pass kernels' terms, each in its own buffer: (mu, sigma, t, s, Q, D), mu and sigma broadcast, t = μ/σ,
+    s = |t|, Q = Φ(−s) = erfc(a)/2 (the smaller tail: no 1 − Φ cancellation), D = φ(s) − sQ = E[(Z − s)⁺] with
+    φ(s) = exp(−a·a)/√(2π), a = s/√2. erfc(a) is exp(−a·a) times a rational function of a in SciPy, so Q and φ share
+    the rounding of a² and φ − sQ does not amplify it (ndtr(−s) with exp(−s²/2): 5× the error at t = -3).
+    With Φ(t) = Q + [t > 0](1 − 2Q): E[ReLU(X)] = max(μ, 0) + σD and Var[ReLU(X)] = σ²(Q − D(s + D) + [t > 0](1 − 2Q)),
+    one erfc and one exp per point and no branch."""
+    mu, sigma = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(sigma, dtype=float))
+    t = np.divide(mu, sigma, out=np.empty(mu.shape))
+    s = np.abs(t, out=np.empty(mu.shape))
+    q = np.multiply(s, 1 / np.sqrt(2), out=np.empty(mu.shape))
+    d = np.multiply(q, q, out=np.empty(mu.shape))
+    special.erfc(q, out=q)
+    q *= 0.5
+    d *= -1.0
+    np.exp(d, out=d)
+    d *= 1 / _SQ2PI
+    d -= s * q
+    return mu, sigma, t, s, q, d
+
+
+def _with_tail(out, t, tail, mu, sigma):
+    """``out`` (the one-pass value) where -3 <= t < inf, ``tail(mu, sigma)`` elsewhere; the route is chosen point by
+    point, so an array call gives each point's scalar value."""
+    if t.size == 0 or (t.min() >= _FAST_FROM and t.max() < np.inf):
+        return out
+    sel = ~((t >= _FAST_FROM) & (t < np.inf))
+    out[sel] = tail(mu[sel], sigma[sel])
+    return out
+
+
+def _mean_kernel(mu, sigma):
+    """E[ReLU(X)] = max(μ, 0) + σD (see _fast_terms); the Mills-ratio and log routes for t < -3."""
+    mu, sigma, t, s, q, d = _fast_terms(mu, sigma)
+    d *= sigma
+    d += np.maximum(mu, 0.0, out=s)
+    return _with_tail(d, t, _mills_mean, mu, sigma)
+
+
+def _var_kernel(mu, sigma):
+    """Var[ReLU(X)] = σ(σ(Q − D(s + D) + [t > 0](1 − 2Q))) (see _fast_terms; σ² alone can overflow where the variance
+    does not); the Mills-ratio and log routes for t < -3."""
+    mu, sigma, t, s, q, d = _fast_terms(mu, sigma)
+    s += d
+    s *= d                              # D(s + D)
+    np.multiply(q, -2.0, out=d)
+    d += 1.0
+    np.copysign(d, t, out=d)
+    np.maximum(d, 0.0, out=d)           # [t > 0](1 − 2Q); at t = 0, 1 − 2Q = 0 exactly
+    q -= s
+    q += d
+    q *= sigma
+    q *= sigma
+    return _with_tail(q, t, _mills_var, mu, sigma)
 
 
 def mp_relu_moment(n: int, mu, sigma):
@@ -148,14 +210,19 @@ def _log_unit_moment(n: int, t) -> np.ndarray:
         logp[fwd] = lp
     back = ~fwd
     if back.any():
+        # each point starts at its own N (so an array call gives every point its scalar value): points sorted by N,
+        # descending, so the points running at step k are a prefix, and the work is the sum of the N, not their max
         tb = t[back]
-        top = max(int(np.ceil((np.sqrt(n) + _MILLER_TERMS / np.abs(tb).min()) ** 2)) + 2, n + _MILLER_MIN)
+        top = np.maximum(np.ceil((np.sqrt(n) + _MILLER_TERMS / np.abs(tb)) ** 2) + 2, n + _MILLER_MIN)
+        order = np.argsort(-top, kind="stable")
+        tb, top = tb[order], top[order]
         g, lp = np.zeros(tb.shape), np.zeros(tb.shape)
-        for k in range(top + 1, 1, -1):  # g = g_k -> g_{k-1}
-            g = (k - 1) / (g - tb)
+        for k in range(int(top[0]) + 1, 1, -1):  # g = g_k -> g_{k-1}, from g = 0 at k = N + 1
+            m = np.searchsorted(-top, 1.0 - k, side="right")  # the points with N >= k - 1
+            g[:m] = (k - 1) / (g[:m] - tb[:m])
             if k - 1 <= n:
                 lp += np.log(g)
-        logp[back] = lp
+        logp.reshape(-1)[np.flatnonzero(back)[order]] = lp  # logp is a fresh contiguous array: a view
     return special.log_ndtr(t) + logp
 
 
