@@ -805,7 +805,8 @@ def _mp_smooth(op, q, c, e):
         elif c == 0:
             V, D = _mp_moments(op.name, a, q, dps + extra, "V"), mpmath.mpf(0)
         else:
-            s, sdm = mpmath.sqrt(s2), mpmath.sqrt(c * q)
+            # c = 1 − e from the accurately carried e (c itself holds dps digits: V = S − P would lose them)
+            s, sdm = mpmath.sqrt(s2), mpmath.sqrt((1 - e if e < 0.5 else c) * q)
             if op.name == "gelu":
                 P = _mp_nested(None, _STRIP["gelu"], sdm, s, inner=lambda mu: _mp_gelu_inner(mu, s))
             else:

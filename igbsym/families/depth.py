@@ -155,11 +155,74 @@ def _mp_homogeneous_gamma(L, slope):
     return c / e
 
 
-def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma"):
-    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L).
+def _geometric(q_old, q_new, ratio, prev, tol) -> bool:
+    """1 − c decays geometrically at a fixed q: the ratio e_(l+1)/e_l has settled to ``tol``·(1 − ratio)² (the
+    remaining layers' ratios differ from it by a geometrically decaying amount whose sum, over all layers, is
+    below tol relative), with ratio < 1 and q at its fixed point."""
+    def close(x, y, t):
+        if isinstance(y, mpmath.mpf):
+            return abs(x - y) <= t * abs(y)
+        return bool(np.all(np.abs(np.asarray(x, float) - y) <= t * np.abs(y)))
+    if prev is None:
+        return False
+    if isinstance(ratio, mpmath.mpf):
+        ok = ratio < 1 and abs(ratio - prev) <= tol * (1 - ratio) ** 2
+    else:
+        ok = bool(np.all((ratio < 1) & (np.abs(ratio - prev) <= tol * (1 - ratio) ** 2)))
+    return ok and (close(q_old, q_new, tol) or bool(np.all(np.asarray(q_new, float) < S.Q_LINEAR)))
 
-    Composes the ops' maps block by block from the data state; stops early at a fixed point (the remaining
-    layers repeat it) and resets q = 1 after each block when every op is scale-free (so q never overflows).
+
+def _geometric_tail(new, ratio, rest, backend, where, layer, last):
+    """γ at the remaining ``rest`` layers when e = 1 − c decays by ``ratio`` a layer (c + e = 1 is kept:
+    c_k = c + e − e_k); NumPy raises NumericalError at the first layer where e leaves the double range."""
+    if backend != "numpy":
+        ks = [rest] if last else range(1, rest + 1)
+        return [(new.c + new.e - new.e * ratio**k) / (new.e * ratio**k) for k in ks]
+    ks = np.arange(1, rest + 1).reshape((-1,) + (1,) * np.ndim(ratio))
+    with np.errstate(under="ignore"):
+        e = new.e * np.exp(ks * np.log(ratio))       # e·ratio^k without k-fold rounding of a product
+    if (e < S.E_MIN).any():
+        k = int(np.argmax((e < S.E_MIN).reshape(rest, -1).any(axis=1)))
+        raise NumericalError(f"{where} at layer {layer + 2 + k}: 1 - c = {float(e[k].min()):.3g} < {S.E_MIN:g}: "
+                             "gamma = c/(1-c) exceeds the double range (1 - c decays geometrically, ratio "
+                             f"{float(np.max(ratio)):.6g} a layer)")
+    return list((new.c + new.e - e) / e)
+
+
+def _steffensen(step, state, tol, rest):
+    """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route), by Steffensen's
+    iteration from ``state`` (quadratic convergence: a few maps instead of ~dps/log10(1/ρ) layers). Returns the
+    fixed-point state if the iteration converges to ``tol`` with contraction ρ = F'(c*) < 1 − 1e-3 and
+    ρ^rest·|c − c*| below tol (then every remaining layer equals c* to the working precision), else None."""
+    x0 = state
+    for _ in range(12):
+        x1 = step(x0)
+        x2 = step(x1)
+        d1, d2 = x1.c - x0.c, x2.c - x1.c
+        if d1 == 0 or d2 == 0:
+            return x2 if d2 == 0 else None
+        rho = d2 / d1
+        if not (0 <= abs(rho) < 1 - mpmath.mpf("1e-3")):
+            return None
+        c = x2.c - d2 * d2 / (d2 - d1)
+        if abs(c - x2.c) <= tol * abs(c):
+            if abs(rho) ** rest * abs(state.c - c) > tol * abs(c) or not 0 < c < 1:
+                return None
+            return S.State(x2.q, c, 1 - c, x2.m)
+        if not 0 < c < 1:
+            return None
+        x0 = S.State(x2.q, c, 1 - c, x2.m)
+    return None
+
+
+def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma", last=False):
+    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L); ``last``: only γ_L.
+
+    Composes the ops' maps block by block from the data state and resets q = 1 after each block when every op is
+    scale-free (so q never overflows). Exact shortcuts, so that the cost does not grow with L: at a fixed point
+    of the block map the remaining layers repeat it; where 1 − c decays geometrically at a fixed q (the ordered
+    phase: the map is e → ρe to the working precision once e is small) the remaining layers are e·ρ^k; on the
+    mpmath route the chaotic-phase fixed point c* is found by Steffensen's iteration.
     NumPy: raises NumericalError where 1 − c leaves the double range or the state leaves a route's range."""
     if backend == "numpy":
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
@@ -174,26 +237,39 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
     if isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
         state = dataclasses.replace(state, q=1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
-    out = []
+
+    def step(st):
+        for op in ops:
+            st = op.map(st, backend)
+        return S.State(1 + 0 * st.q, st.c, st.e, st.m) if free else st
+
+    out, prev = [], None
     try:
         for layer in range(L):
-            new = state
-            for op in ops:
-                new = op.map(new, backend)
+            new = step(state)
             if backend == "numpy":
                 S.check_state(new, f"{where} at layer {layer + 1}")
-            if free:
-                new = S.State(1 + 0 * new.q, new.c, new.e, new.m)
             out.append(new.gamma)
+            rest = L - layer - 1
             if layer and _stationary(state, new, tol):
-                out += [new.gamma] * (L - layer - 1)
+                out += [new.gamma] * rest
                 break
-            state = new
+            ratio = new.e / state.e if layer else None
+            if rest and _geometric(state.q, new.q, ratio, prev, tol):
+                out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
+                break
+            if backend == "mpmath" and layer and rest > 20 and new.c < mpmath.mpf("0.99") and (
+                    free or abs(new.q - state.q) <= tol * new.q):
+                fixed = _steffensen(step, new, tol, rest)
+                if fixed is not None:
+                    out += [fixed.gamma] * (1 if last else rest)
+                    break
+            state, prev = new, ratio
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     except NumericalError as exc:
         raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    return out
+    return out[-1:] if last else out
 
 
 def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma"):
@@ -221,7 +297,7 @@ def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma")
     if _fast_homogeneous(block(activation, norm, placement, a, sigma_w, None, "mpmath")):
         return _mp_homogeneous_gamma(L, {"relu": 0, "identity": 1}.get(activation, a))
     return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
-                where)[-1]
+                where, last=True)[-1]
 
 
 # --- the registered cases ----------------------------------------------------------------------------------
