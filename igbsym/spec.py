@@ -682,9 +682,17 @@ def _mp_rules(d, sd):
     T = mpmath.log(10) * (mpmath.mp.dps + 8)
     # trapezoid: error ~ e^{-2πd/h} from the strip and e^{-2π² sd²/h²} from the Gaussian (aliasing)
     h = min(2 * mpmath.pi * d / T, mpmath.pi * sd * mpmath.sqrt(2 / T))
-    # Gauss–Hermite on f(sd z): error ~ e^{-(d/sd)√(2n)} (measured for sigmoid: conservative)
+    # Gauss–Hermite on f(sd z): error ~ e^{-(d/sd)√(2n)} (measured for sigmoid: conservative); for small sd the
+    # Taylor bound (sd/d)^(2n) (2n−1)!! of the degree-2n remainder (|f^(k)| <= k!/d^k on the strip) is smaller
     n = max(20, int(((T * sd / d) ** 2) / 2) + 1)
-    return T, mpmath.sqrt(2 * T) + 1, h, -(-n // 8) * 8
+    if sd < d / 4:
+        lg, log_fac2, t = float(mpmath.log(d / sd)), 0.0, float(T) + 3
+        for m in range(1, n):
+            log_fac2 += math.log(2 * m - 1)
+            if m >= 4 and 2 * m * lg - log_fac2 >= t:
+                n = m
+                break
+    return T, mpmath.sqrt(2 * T) + 1, h, n
 
 
 def _mp_level(h, d, sd):

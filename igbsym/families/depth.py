@@ -258,7 +258,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             if rest and _geometric(state.q, new.q, ratio, prev, tol):
                 out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
                 break
-            if backend == "mpmath" and layer and rest > 20 and new.c < mpmath.mpf("0.99") and (
+            if backend == "mpmath" and layer and rest > 20 and abs(ratio - 1) < 0.05 and (
                     free or abs(new.q - state.q) <= tol * new.q):
                 fixed = _steffensen(step, new, tol, rest)
                 if fixed is not None:
