@@ -115,15 +115,18 @@ def _fast_homogeneous(ops) -> bool:
         k in (S.Dense, S.RMSNorm) or (k is S.LayerNorm and i < act) for i, k in enumerate(kinds) if i != act)
 
 
-def _homogeneous_gammas(L, slope):
-    """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e."""
+def _homogeneous_gammas(L, slope, start=(0.0, 1.0)):
+    """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e, from the
+    state ``start`` = (c, e) (the data: (0, 1))."""
     r = S.slope_ratio(slope)
+    c0, e0 = (np.broadcast_to(np.asarray(v, float), r.shape) for v in start)
     if 0 < r.size <= 8 and r.ndim:      # a few points: the scalar loop per point is faster than array ufuncs
-        cols = [_homogeneous_gammas(L, float(s_)) for s_ in np.asarray(slope, float).ravel()]
+        cols = [_homogeneous_gammas(L, float(s_), (float(c_), float(e_)))
+                for s_, c_, e_ in zip(np.asarray(slope, float).ravel(), c0.ravel(), e0.ravel())]
         return [np.array([col[i] for col in cols]).reshape(r.shape) for i in range(L)]
     if r.ndim == 0:
         r = float(r)
-        c, e, out = 0.0, 1.0, []
+        c, e, out = float(c0), float(e0), []
         for _ in range(L):
             t = 2 * math.asin(math.sqrt(e / 2))
             g = (t * t * t * (1 / 3 - t * t * (1 / 30 - t * t * (1 / 840 - t * t * (1 / 45360 - t * t / 3991680))))
@@ -133,7 +136,7 @@ def _homogeneous_gammas(L, slope):
                 raise NumericalError(f"1 - c = {e:.3g}: gamma exceeds the double range")
             out.append(np.float64(c / e))
         return out
-    c, e, out = np.zeros(r.shape), np.ones(r.shape), []
+    c, e, out = np.array(c0), np.array(e0), []
     for _ in range(L):
         t = 2 * np.arcsin(np.sqrt(e / 2))
         c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * S.sin_minus_tcos(t) / np.pi, 0.0)
@@ -143,11 +146,11 @@ def _homogeneous_gammas(L, slope):
     return out
 
 
-def _mp_homogeneous_gamma(L, slope):
+def _mp_homogeneous_gamma(L, slope, start=None):
     """γ_L of the (leaky) ReLU depth law at the working mpmath precision: the same (c, e = 1 − c) iteration as
     spec's mpmath Act map, in one loop (the generic op composition costs ~1 ms a layer: minutes at L = 1e5)."""
     r = S.slope_ratio(mpmath.mpf(slope))
-    c, e = mpmath.mpf(0), mpmath.mpf(1)
+    c, e = (mpmath.mpf(0), mpmath.mpf(1)) if start is None else start
     for _ in range(L):
         t = 2 * mpmath.asin(mpmath.sqrt(e / 2))
         c, e = (r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi), \
@@ -215,6 +218,54 @@ def _steffensen(step, state, tol, rest):
     return None
 
 
+def _srelu_path(L, a, sigma_w, backend, where, last):
+    """γ_l of the no-norm SReLU MLP without overflow at any σ_w: the block φ(x) = relu(x) − k then Dense is
+    positively homogeneous in (x, k), so the state is carried at q = 1 with the shift relative to the input rms,
+    κ = k/√q (κ₁ = 1/√(2π): layer 1 is centred exactly), κ' = κ/√q'. Where κ settles the remaining layers follow
+    the fixed-point or geometric shortcuts of ``path``; where κ falls below the working precision (σ_w large: the
+    shift no longer matters) the remaining layers are the ReLU law from the current (c, e); where κ overflows (σ_w
+    tiny: the shift dominates) 1 − c ~ 1/κ² and γ is beyond the double range."""
+    mp = backend == "mpmath"
+    if mp:
+        kappa, tol = 1 / mpmath.sqrt(2 * mpmath.pi), mpmath.mpf(10) ** (2 - mpmath.mp.dps)
+        state = S.input_state("mpmath")
+    else:
+        a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
+        kappa, tol = np.full(a.shape, 1 / math.sqrt(2 * math.pi)), 4 * np.finfo(float).eps
+        state = S.State(np.ones(a.shape), np.zeros(a.shape), np.ones(a.shape), np.zeros(a.shape))
+    sqrt = mpmath.sqrt if mp else np.sqrt
+    out, prev, ratio = [], None, None
+    for layer in range(L):
+        new = S.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
+        with np.errstate(over="ignore", divide="ignore"):
+            k_new = kappa / sigma_w / sqrt(new.q)
+        new = S.State(1 + 0 * new.q, new.c, new.e, 0 * new.m)
+        if not mp:
+            if not np.all(np.isfinite(k_new)):
+                raise NumericalError(f"{where} at layer {layer + 2}: the shift dominates (shift/rms > 1e308): "
+                                     "1 - c < 1e-300, gamma exceeds the double range")
+            S.check_state(new, f"{where} at layer {layer + 1}")
+        out.append(new.gamma)
+        rest = L - layer - 1
+        if not rest:
+            break
+        small = (k_new <= tol * (1 - k_new / kappa)) if mp else bool(np.all(k_new <= tol * (1 - k_new / kappa)))
+        if small:       # the shift's remaining effect, Σ κ_k <= κ/(1 − ratio), is below the working precision
+            tail = (_mp_homogeneous_gamma(rest, 0, (new.c, new.e)) if mp
+                    else _homogeneous_gammas(rest, 0.0 * a, (new.c, new.e)))
+            out += [tail] if mp else tail
+            break
+        if layer and _stationary(S.State(kappa, state.c, state.e, 0), S.State(k_new, new.c, new.e, 0), tol):
+            out += [new.gamma] * rest
+            break
+        ratio = new.e / state.e if layer else None
+        if _geometric(kappa, k_new, ratio, prev, tol):
+            out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
+            break
+        state, kappa, prev = new, k_new, ratio
+    return out[-1:] if last else out
+
+
 def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma", last=False):
     """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L); ``last``: only γ_L.
 
@@ -232,6 +283,11 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             return _homogeneous_gammas(L, {"relu": 0.0, "identity": 1.0}.get(activation, a) + 0 * sigma_w)
         except NumericalError as exc:
             raise NumericalError(f"{where}: {exc}") from None
+    if activation == "srelu" and norm in (None, "none"):
+        try:
+            return _srelu_path(L, a, sigma_w, backend, where, last)
+        except NumericalError as exc:
+            raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
     free = _scale_free(ops)
     state = S.Dense(None, sigma_w).map(S.input_state(backend), backend)
     if isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
