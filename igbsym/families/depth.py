@@ -407,6 +407,14 @@ def _corr_kernel(activation, c, a):
     return np.where(c >= 0, pos, neg)
 
 
+def corr_map_expr(c, s):
+    """k_s(c) = spec.arccos_map(c, s) written without cancellation for the mpmath route: c(1 − r) with
+    1 − r = 2s/(1 + s²) exactly, plus r(√(1 − c²) + c(π − arccos c))/π (at c = −1 the old form −1 + r lost every
+    digit of −2s/(1 + s²) for large s: mp gave 0 where the value is −4.6e-116 at s = 4.3e115)."""
+    r = (1 - s) ** 2 / (1 + s**2)
+    return 2 * s * c / (1 + s**2) + r * (sp.sqrt(1 - c**2) + c * (sp.pi - sp.acos(c))) / sp.pi
+
+
 DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
            r"(q_{l+1}, c_{l+1}) = \left(\sigma_w^2 E[\phi(u)^2],\ \frac{E[\phi(u)\phi(u')]}{E[\phi(u)^2]}\right),\;"
            r"(u, u') \sim \mathcal{N}\left(0, q_l\begin{pmatrix}1 & c_l\\ c_l & 1\end{pmatrix}\right)"
@@ -452,7 +460,7 @@ register(ClosedForm(
      Param("activation", "choice", "positively homogeneous activation", choices=tuple(_SLOPE)), A),
     Provenance(IGB, "App. F.1, Eqs. 137-141 in closed form; igb-talk-slides.txt (c = gamma/(1+gamma))",
                "Cho & Saul (2009) arc-cosine kernel of degree 1 (ReLU), generalised to slope a"),
-    builder=lambda activation: arccos_map(sp.Symbol("c", real=True), _SLOPE[activation]), kernel=_corr_kernel,
+    builder=lambda activation: corr_map_expr(sp.Symbol("c", real=True), _SLOPE[activation]), kernel=_corr_kernel,
     conditions=(Condition(sp.Le(sp.Abs(sp.Symbol("c", real=True)), 1), "-1 <= c <= 1"),)))
 
 _PLACEMENT_FORMS = {
