@@ -277,6 +277,10 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
     NumPy: raises NumericalError where 1 − c leaves the double range or the state leaves a route's range."""
     if backend == "numpy":
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
+    if activation == "srelu" and norm not in (None, "none"):
+        # φ(x) = relu(x) − k with k ∝ the nominal input sd (σ_w, or 1 after a pre-norm) is homogeneous in (x, k) and
+        # every norm removes the scale: γ does not depend on σ_w (σ_w = 1 exactly; no overflow at σ_w = 1e308)
+        sigma_w = np.ones(np.shape(sigma_w)) if backend == "numpy" else mpmath.mpf(1)
     ops = block(activation, norm, placement, a, sigma_w, B, backend)
     if backend == "numpy" and _fast_homogeneous(ops):
         try:
@@ -288,16 +292,20 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             return _srelu_path(L, a, sigma_w, backend, where, last)
         except NumericalError as exc:
             raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    free = _scale_free(ops)
+    # a norm first in the block is scale-invariant on a Dense output (m = 0): q is reset to 1 after every block, so
+    # σ_w² q may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ
+    free = _scale_free(ops) or isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm))
     state = S.Dense(None, sigma_w).map(S.input_state(backend), backend)
     if isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
-        state = dataclasses.replace(state, q=1 + 0 * state.q)
+        state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
 
     def step(st):
         for op in ops:
-            st = op.map(st, backend)
-        return S.State(1 + 0 * st.q, st.c, st.e, st.m) if free else st
+            with np.errstate(over="ignore", under="ignore"):
+                st = op.map(st, backend)
+        return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
+            if free else st
 
     out, prev = [], None
     try:
