@@ -580,6 +580,23 @@ def _kink_nodes(sd):
     return z, w * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
 
 
+GH_MAX = 128      # NumPy's Gauss-Hermite nodes are accurate in double precision up to this order
+
+
+@lru_cache(maxsize=None)
+def _hermite_nodes(n: int):
+    z, w = np.polynomial.hermite_e.hermegauss(n)
+    return z, w / math.sqrt(2 * math.pi)
+
+
+def _level_nodes(name, sd, panel):
+    """(z, w) for one Gaussian level E[h(sd·Z)] of the nested NumPy route: the n-point Gauss–Hermite rule where
+    its error bound e^{−(d/sd)√(2n)} (h analytic in |Im x| < d, ``_STRIP``) is below 1e-18 with n <= GH_MAX
+    (0.01 <= sd <= ~1.2: ~80² instead of 832² nodes a layer), else composite Gauss–Legendre with panels <= ``panel``."""
+    n = int((41.5 * sd / _STRIP.get(name, math.pi / 2)) ** 2 / 2) + 8
+    return _hermite_nodes(-(-n // 8) * 8) if n <= GH_MAX and sd >= 0.01 else _nodes(panel)
+
+
 def _np_smooth(op, q, c, e):
     """(S, P/S, V/S, M) by quadrature, pointwise over broadcast (q, c, e, a)."""
     f, derivs = acts.get(op.name).numpy, _derivatives(op.name, "numpy")
@@ -611,7 +628,7 @@ def _np_smooth_point(op, f, derivs, q, c, e, a):
         return S, M * M / S, V / S, M, 0.0
     s, sdm = math.sqrt(e * q), math.sqrt(c * q)
     _check_q(q, Q_MAX, "nested quadrature")
-    zo, wo = _nodes(min(0.25, 0.4 * max(s, 1.0) / sdm))
+    zo, wo = _level_nodes(op.name, sdm, min(0.25, 0.4 * max(s, 1.0) / sdm))
     mu = sdm * zo
     if s < TAYLOR_S:
         f1, f2, f3, _ = (np.asarray(v, float) + 0 * mu for v in derivs(mu))
@@ -622,7 +639,7 @@ def _np_smooth_point(op, f, derivs, q, c, e, a):
         ak = [(np.asarray(v, float) + 0 * z) @ w for v in derivs(sd * z)[:3]]
         D = sum((c * q) ** k / math.factorial(k) * ak[k - 1] ** 2 for k in (1, 2, 3))
         return S, (M * M + D) / S, V / S, M, D / S
-    zi, wi = _nodes(min(0.25, 0.4 / s))
+    zi, wi = _level_nodes(op.name, s, min(0.25, 0.4 / s))
     P = V = D = 0.0
     step = max(1, (1 << 21) // zi.size)
     for lo in range(0, mu.size, step):
@@ -645,35 +662,180 @@ def _mp_gauss(f, sd):
                        [-mpmath.inf] + sorted(pts) + [mpmath.inf], method="gauss-legendre")
 
 
+# Half-width d of the strip |Im x| < d in which φ is analytic (tanh: poles at ±iπ/2; sigmoid, SiLU: ±iπ; GELU and erf
+# are entire, taken as π: their growth e^{d²/2} on the strip is covered by the rules' 8 extra digits).
+_STRIP = {"tanh": math.pi / 2, "sigmoid": math.pi, "silu": math.pi, "gelu": math.pi, "erf": math.pi}
+GH_SCALE = 0.3         # a Gaussian level of the nested mp integral with sd below this uses Gauss-Hermite, else a trapezoid
+
+
+@lru_cache(maxsize=None)
+def _mp_hermite(n: int, dps: int):
+    """The n-point Gauss–Hermite rule for E[f(Z)], Z ~ N(0, 1), at ``dps`` digits: Newton on He_n from NumPy's
+    nodes; weights (n − 1)!/(n He_{n−1}(z)²)."""
+    with mpmath.workdps(dps + 10):
+        zs, ws = [], []
+        for x0 in np.polynomial.hermite_e.hermegauss(n)[0][n // 2:]:
+            z = mpmath.mpf(float(x0))
+            for _ in range(100):
+                p0, p1 = mpmath.mpf(1), z
+                for k in range(1, n):
+                    p0, p1 = p1, z * p1 - k * p0
+                step = p1 / (n * p0)
+                z -= step
+                if abs(step) <= mpmath.mpf(10) ** (-dps - 8) * (1 + abs(z)):
+                    break
+            p0, p1 = mpmath.mpf(1), z
+            for k in range(1, n):
+                p0, p1 = p1, z * p1 - k * p0
+            w = mpmath.factorial(n - 1) / (n * p0 * p0)
+            zs += [z] if z == 0 else [z, -z]
+            ws += [w] if z == 0 else [w, w]
+    return zs, ws
+
+
+def _mp_rules(d, sd):
+    """Quadrature parameters for a Gaussian level of sd ``sd`` against a factor analytic in |Im| < d, accurate to
+    10^-(dps+8): (T, z_max, the trapezoid step, the Gauss–Hermite order)."""
+    T = mpmath.log(10) * (mpmath.mp.dps + 8)
+    # trapezoid: error ~ e^{-2πd/h} from the strip and e^{-2π² sd²/h²} from the Gaussian (aliasing)
+    h = min(2 * mpmath.pi * d / T, mpmath.pi * sd * mpmath.sqrt(2 / T))
+    # Gauss–Hermite on f(sd z): error ~ e^{-(d/sd)√(2n)} (measured for sigmoid: conservative); for small sd the
+    # Taylor bound (sd/d)^(2n) (2n−1)!! of the degree-2n remainder (|f^(k)| <= k!/d^k on the strip) is smaller
+    n = max(20, int(((T * sd / d) ** 2) / 2) + 1)
+    if sd < d / 4:
+        lg, log_fac2, t = float(mpmath.log(d / sd)), 0.0, float(T) + 3
+        for m in range(1, n):
+            log_fac2 += math.log(2 * m - 1)
+            if m >= 4 and 2 * m * lg - log_fac2 >= t:
+                n = m
+                break
+    return T, mpmath.sqrt(2 * T) + 1, h, n
+
+
+def _mp_level(h, d, sd):
+    """E[h(sd·Z)], Z ~ N(0, 1), h analytic in |Im x| < d, by a fixed rule accurate to 10^-(dps+8) (``_mp_rules``):
+    Gauss–Hermite if sd < GH_SCALE, else the trapezoid rule with step h ≤ min(2πd/T, π sd √(2/T))."""
+    _, zt, step, n = _mp_rules(d, sd)
+    if sd < GH_SCALE:
+        zo, wo = _mp_hermite(n, mpmath.mp.dps)
+        return mpmath.fdot(wo, [h(sd * z) for z in zo])
+    N = int(sd * zt / step) + 1
+    dens = 1 / mpmath.sqrt(2 * mpmath.pi)
+    w = [step * dens / sd * mpmath.exp(-(i * step / sd) ** 2 / 2) for i in range(N + 1)]
+    return w[0] * h(mpmath.mpf(0)) + mpmath.fsum(w[i] * (h(i * step) + h(-i * step)) for i in range(1, N + 1))
+
+
+def _mp_outer(g, d, sdm):
+    """E_μ[g(μ)²], μ ~ N(0, sdm²), g analytic in |Im μ| < d."""
+    return _mp_level(lambda mu: g(mu) ** 2, d, sdm)
+
+
+def _mp_nested(f, d, sdm, s, inner=None):
+    """P = E_μ[(E_ξ f(μ + ξ))²], μ ~ N(0, sdm²), ξ ~ N(0, s²) at the working precision (f analytic in |Im x| < d;
+    ``inner``: E_ξ f(μ + ξ) in closed form, if known). The nested mpmath.quad cost 50-250 s a layer; here each level
+    uses a fixed rule accurate to 10^-(dps+8) by its a-priori error bound (``_mp_rules``): a level whose sd is below
+    GH_SCALE uses Gauss–Hermite (f(μ + s z) is analytic in a z-strip of half-width d/s); otherwise the trapezoid
+    rule on a uniform grid (exponentially accurate for integrands analytic in a strip and Gaussian-decaying); when
+    both levels use the trapezoid they share one grid, so f is evaluated once per node and the inner integral is a
+    banded discrete convolution. mp routes at two precisions use different rules, so their agreement (the domain
+    test's convergence check) also checks the rules."""
+    dens = 1 / mpmath.sqrt(2 * mpmath.pi)
+    _, zt, h_o, n_o = _mp_rules(d, sdm)
+    _, _, h_i, n_i = _mp_rules(d, s)
+    if inner is not None:
+        return _mp_outer(inner, d, sdm)
+    if s < GH_SCALE:
+        zi, wi = _mp_hermite(n_i, mpmath.mp.dps)
+        return _mp_outer(lambda mu: mpmath.fdot(wi, [f(mu + s * z) for z in zi]), d, sdm)
+    band = lambda h: int(s * zt / h) + 1  # noqa: E731
+    kern = lambda h: [h * dens / s * mpmath.exp(-(k * h / s) ** 2 / 2) for k in range(-band(h), band(h) + 1)]  # noqa
+    if sdm < GH_SCALE:
+        zo, wo = _mp_hermite(n_o, mpmath.mp.dps)
+        B, vals = band(h_i), {}
+
+        def g(mu):
+            j0 = int(mpmath.nint(mu / h_i))
+            js = range(j0 - B, j0 + B + 1)
+            for j in js:
+                if j not in vals:
+                    vals[j] = f(j * h_i)
+            return mpmath.fdot([h_i * dens / s * mpmath.exp(-((j * h_i - mu) / s) ** 2 / 2) for j in js],
+                               [vals[j] for j in js])
+        return mpmath.fdot(wo, [g(sdm * z) ** 2 for z in zo])
+    h = min(h_o, h_i)
+    N, B = int(sdm * zt / h) + 1, band(h)
+    K = kern(h)
+    phi = [f(j * h) for j in range(-N - B, N + B + 1)]          # phi[j + N + B] = f(j h)
+    w = [h * dens / sdm * mpmath.exp(-(i * h / sdm) ** 2 / 2) for i in range(-N, N + 1)]
+    g = [mpmath.fdot(K, phi[i:i + 2 * B + 1]) for i in range(2 * N + 1)]   # g(i h) for i = -N..N
+    return mpmath.fdot(w, [x * x for x in g])
+
+
+def _mp_gelu_inner(mu, s):
+    """E_ξ[GELU(μ + ξ)], ξ ~ N(0, s²), in closed form: μΦ(μ/τ) + s²φ(μ/τ)/τ, τ = √(1 + s²) (E Φ(μ + ξ) = Φ(μ/τ);
+    Stein's lemma E[ξ Φ(μ + ξ)] = s² E[φ(μ + ξ)]); checked against the quadrature in tests/test_spec.py."""
+    tau = mpmath.sqrt(1 + s * s)
+    return mu * mpmath.ncdf(mu / tau) + s * s * mpmath.npdf(mu / tau) / tau
+
+
+@lru_cache(maxsize=None)
+def _mp_moments(name, a, q, dps, which):
+    """Gaussian moments of φ on u ~ N(0, q) at ``dps`` digits, cached (at a fixed q, after a norm or at q's fixed
+    point, every layer reuses them): ``which`` = "MS": (E φ, E φ²); "V": Var φ(u); "taylor": (A, C) =
+    (E φ'(u)², E φ''(u)²/2), the constants of the small-noise series V = s²A − s⁴C (the 2-term Taylor series in the
+    noise sd s, averaged over μ ~ N(0, q − s²) and expanded in s² by the heat equation; at c = 0 it is Var φ(√q Z)).
+    q <= 100: the fixed rules of ``_mp_level``; beyond, mpmath.quad with breakpoints where φ bends (``_mp_gauss``).
+    E φ at q < 10^(−dps/2−2): its Taylor series φ(0) + φ''(0)q/2 + φ''''(0)q²/8 (the sum over ±z would cancel)."""
+    fn = acts.get(name).mp
+    f = lambda x: fn(x, a, 0)  # noqa: E731
+    with mpmath.workdps(dps):
+        sd = mpmath.sqrt(q)
+        d = _STRIP.get(name, math.pi / 2)
+        expect = (lambda h: _mp_level(h, d, sd)) if q <= Q_MAX else (lambda h: _mp_gauss(h, sd))
+        if which == "taylor":
+            der = _derivatives(name, "mpmath")
+            return expect(lambda x: der(x)[0] ** 2), expect(lambda x: der(x)[1] ** 2) / 2
+        if acts.get(name).odd:
+            M = mpmath.mpf(0)
+        elif q < mpmath.mpf(10) ** (-(dps // 2) - 2):
+            _, d2, _, d4 = _derivatives(name, "mpmath")(mpmath.mpf(0))
+            M = f(mpmath.mpf(0)) + d2 * q / 2 + d4 * q * q / 8
+        else:
+            M = expect(f)
+        return (M, expect(lambda x: f(x) ** 2)) if which == "MS" else expect(lambda x: (f(x) - M) ** 2)
+
+
 def _mp_smooth(op, q, c, e):
-    """Nested mpmath quadrature; V = S − P at extra precision (the digits lost to the cancellation), or the
-    2-term Taylor series in the noise sd s when s² < 10^(−dps/2) (relative error ~ s⁴ < 10^(−dps))."""
+    """The smooth φ map at the working precision: 1-d moments by mpmath quadrature (cached per q), the nested
+    P = E_μ[(E_ξ φ(μ+ξ))²] by ``_mp_nested`` (GELU: inner level in closed form), V = S − P at extra precision (the
+    digits lost to the cancellation), or V = s²A − s⁴C when s² < 10^(−dps/2−2) (relative error ~ s⁴ < 10^(−dps))."""
     fn, a = acts.get(op.name).mp, mpmath.mpf(op.a)
     f = lambda x: fn(x, a, 0)  # noqa: E731
-    sd, dps = mpmath.sqrt(q), mpmath.mp.dps
+    dps = mpmath.mp.dps
     s2 = e * q
-    taylor = c != 0 and s2 < mpmath.mpf(10) ** (-(dps // 2) - 2)
+    taylor = s2 < mpmath.mpf(10) ** (-(dps // 2) - 2)
     q_max, route = (Q_MAX, "nested quadrature") if c != 0 else (Q_MAX_1D, "quadrature")
     if not (mpmath.isfinite(q) and q <= q_max):
         raise NumericalError(f"the second moment q = {mpmath.nstr(q, 3)} entering a smooth activation is outside the "
                              f"{route} route's range q <= {q_max:g} (sigma_w too large for this depth)")
-    extra = 5 if (c == 0 or taylor) else max(0, int(-mpmath.log10(s2) / 2)) + 5
+    # V/S ~ s²/q: the digits S − P loses; the 1-d sums lose up to log10(1/sd) < dps/4 + 1 to the ±z cancellation
+    extra = 10 + dps // 4 + (0 if (c == 0 or taylor) else 10 * (max(0, int(-mpmath.log10(s2 / q))) // 10 + 1))
     with mpmath.workdps(dps + extra):
-        M = mpmath.mpf(0) if op.odd else _mp_gauss(f, sd)
-        S = _mp_gauss(lambda x: f(x) ** 2, sd)
-        if c == 0:
-            V, D = _mp_gauss(lambda x: (f(x) - M) ** 2, sd), mpmath.mpf(0)
-        elif taylor:
-            derivs = _derivatives(op.name, "mpmath")
-
-            def series(mu):
-                f1, f2, f3, _ = derivs(mu)
-                return s2 * f1 * f1 + s2 * s2 * (f2 * f2 / 2 + f1 * f3)
-            V = _mp_gauss(series, mpmath.sqrt(c * q))
-            D = S - V - M * M
+        q = +q
+        M, S = _mp_moments(op.name, a, q, dps + extra, "MS")
+        if taylor:
+            A, C = _mp_moments(op.name, a, q, dps + extra, "taylor")
+            V = s2 * A - s2 * s2 * C
+            D = mpmath.mpf(0) if c == 0 else S - V - M * M
+        elif c == 0:
+            V, D = _mp_moments(op.name, a, q, dps + extra, "V"), mpmath.mpf(0)
         else:
-            s = mpmath.sqrt(s2)
-            P = _mp_gauss(lambda mu: _mp_gauss(lambda x: f(mu + x), s) ** 2, mpmath.sqrt(c * q))
+            # c = 1 − e from the accurately carried e (c itself holds dps digits: V = S − P would lose them)
+            s, sdm = mpmath.sqrt(s2), mpmath.sqrt((1 - e if e < 0.5 else c) * q)
+            if op.name == "gelu":
+                P = _mp_nested(None, _STRIP["gelu"], sdm, s, inner=lambda mu: _mp_gelu_inner(mu, s))
+            else:
+                P = _mp_nested(f, _STRIP.get(op.name, math.pi / 2), sdm, s)
             V, D = S - P, P - M * M
         return State(+S, +((S - V) / S), +(V / S), +M, False, d=+(D / S))
 

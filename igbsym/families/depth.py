@@ -115,15 +115,18 @@ def _fast_homogeneous(ops) -> bool:
         k in (S.Dense, S.RMSNorm) or (k is S.LayerNorm and i < act) for i, k in enumerate(kinds) if i != act)
 
 
-def _homogeneous_gammas(L, slope):
-    """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e."""
+def _homogeneous_gammas(L, slope, start=(0.0, 1.0)):
+    """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e, from the
+    state ``start`` = (c, e) (the data: (0, 1))."""
     r = S.slope_ratio(slope)
+    c0, e0 = (np.broadcast_to(np.asarray(v, float), r.shape) for v in start)
     if 0 < r.size <= 8 and r.ndim:      # a few points: the scalar loop per point is faster than array ufuncs
-        cols = [_homogeneous_gammas(L, float(s_)) for s_ in np.asarray(slope, float).ravel()]
+        cols = [_homogeneous_gammas(L, float(s_), (float(c_), float(e_)))
+                for s_, c_, e_ in zip(np.asarray(slope, float).ravel(), c0.ravel(), e0.ravel())]
         return [np.array([col[i] for col in cols]).reshape(r.shape) for i in range(L)]
     if r.ndim == 0:
         r = float(r)
-        c, e, out = 0.0, 1.0, []
+        c, e, out = float(c0), float(e0), []
         for _ in range(L):
             t = 2 * math.asin(math.sqrt(e / 2))
             g = (t * t * t * (1 / 3 - t * t * (1 / 30 - t * t * (1 / 840 - t * t * (1 / 45360 - t * t / 3991680))))
@@ -133,7 +136,7 @@ def _homogeneous_gammas(L, slope):
                 raise NumericalError(f"1 - c = {e:.3g}: gamma exceeds the double range")
             out.append(np.float64(c / e))
         return out
-    c, e, out = np.zeros(r.shape), np.ones(r.shape), []
+    c, e, out = np.array(c0), np.array(e0), []
     for _ in range(L):
         t = 2 * np.arcsin(np.sqrt(e / 2))
         c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * S.sin_minus_tcos(t) / np.pi, 0.0)
@@ -143,11 +146,11 @@ def _homogeneous_gammas(L, slope):
     return out
 
 
-def _mp_homogeneous_gamma(L, slope):
+def _mp_homogeneous_gamma(L, slope, start=None):
     """γ_L of the (leaky) ReLU depth law at the working mpmath precision: the same (c, e = 1 − c) iteration as
     spec's mpmath Act map, in one loop (the generic op composition costs ~1 ms a layer: minutes at L = 1e5)."""
     r = S.slope_ratio(mpmath.mpf(slope))
-    c, e = mpmath.mpf(0), mpmath.mpf(1)
+    c, e = (mpmath.mpf(0), mpmath.mpf(1)) if start is None else start
     for _ in range(L):
         t = 2 * mpmath.asin(mpmath.sqrt(e / 2))
         c, e = (r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi), \
@@ -155,45 +158,182 @@ def _mp_homogeneous_gamma(L, slope):
     return c / e
 
 
-def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma"):
-    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L).
+def _geometric(q_old, q_new, ratio, prev, tol) -> bool:
+    """1 − c decays geometrically at a fixed q: the ratio e_(l+1)/e_l has settled to ``tol``·(1 − ratio)² (the
+    remaining layers' ratios differ from it by a geometrically decaying amount whose sum, over all layers, is
+    below tol relative), with ratio < 1 and q at its fixed point."""
+    def close(x, y, t):
+        if isinstance(y, mpmath.mpf):
+            return abs(x - y) <= t * abs(y)
+        return bool(np.all(np.abs(np.asarray(x, float) - y) <= t * np.abs(y)))
+    if prev is None:
+        return False
+    if isinstance(ratio, mpmath.mpf):
+        ok = ratio < 1 and abs(ratio - prev) <= tol * (1 - ratio) ** 2
+    else:
+        ok = bool(np.all((ratio < 1) & (np.abs(ratio - prev) <= tol * (1 - ratio) ** 2)))
+    return ok and (close(q_old, q_new, tol) or bool(np.all(np.asarray(q_new, float) < S.Q_LINEAR)))
 
-    Composes the ops' maps block by block from the data state; stops early at a fixed point (the remaining
-    layers repeat it) and resets q = 1 after each block when every op is scale-free (so q never overflows).
+
+def _geometric_tail(new, ratio, rest, backend, where, layer, last):
+    """γ at the remaining ``rest`` layers when e = 1 − c decays by ``ratio`` a layer (c + e = 1 is kept:
+    c_k = c + e − e_k); NumPy raises NumericalError at the first layer where e leaves the double range."""
+    if backend != "numpy":
+        ks = [rest] if last else range(1, rest + 1)
+        return [(new.c + new.e - new.e * ratio**k) / (new.e * ratio**k) for k in ks]
+    ks = np.arange(1, rest + 1).reshape((-1,) + (1,) * np.ndim(ratio))
+    with np.errstate(under="ignore"):
+        e = new.e * np.exp(ks * np.log(ratio))       # e·ratio^k without k-fold rounding of a product
+    if (e < S.E_MIN).any():
+        k = int(np.argmax((e < S.E_MIN).reshape(rest, -1).any(axis=1)))
+        raise NumericalError(f"{where} at layer {layer + 2 + k}: 1 - c = {float(e[k].min()):.3g} < {S.E_MIN:g}: "
+                             "gamma = c/(1-c) exceeds the double range (1 - c decays geometrically, ratio "
+                             f"{float(np.max(ratio)):.6g} a layer)")
+    return list((new.c + new.e - e) / e)
+
+
+def _steffensen(step, state, tol, rest):
+    """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route), by Steffensen's
+    iteration from ``state`` (quadratic convergence: a few maps instead of ~dps/log10(1/ρ) layers). Returns the
+    fixed-point state if the iteration converges to ``tol`` with contraction ρ = F'(c*) < 1 − 1e-3 and
+    ρ^rest·|c − c*| below tol (then every remaining layer equals c* to the working precision), else None."""
+    x0 = state
+    for _ in range(12):
+        x1 = step(x0)
+        x2 = step(x1)
+        d1, d2 = x1.c - x0.c, x2.c - x1.c
+        if d1 == 0 or d2 == 0:
+            return x2 if d2 == 0 else None
+        rho = d2 / d1
+        if not (0 <= abs(rho) < 1 - mpmath.mpf("1e-3")):
+            return None
+        c = x2.c - d2 * d2 / (d2 - d1)
+        if abs(c - x2.c) <= tol * abs(c):
+            if abs(rho) ** rest * abs(state.c - c) > tol * abs(c) or not 0 < c < 1:
+                return None
+            return S.State(x2.q, c, 1 - c, x2.m)
+        if not 0 < c < 1:
+            return None
+        x0 = S.State(x2.q, c, 1 - c, x2.m)
+    return None
+
+
+def _srelu_path(L, a, sigma_w, backend, where, last):
+    """γ_l of the no-norm SReLU MLP without overflow at any σ_w: the block φ(x) = relu(x) − k then Dense is
+    positively homogeneous in (x, k), so the state is carried at q = 1 with the shift relative to the input rms,
+    κ = k/√q (κ₁ = 1/√(2π): layer 1 is centred exactly), κ' = κ/√q'. Where κ settles the remaining layers follow
+    the fixed-point or geometric shortcuts of ``path``; where κ falls below the working precision (σ_w large: the
+    shift no longer matters) the remaining layers are the ReLU law from the current (c, e); where κ overflows (σ_w
+    tiny: the shift dominates) 1 − c ~ 1/κ² and γ is beyond the double range."""
+    mp = backend == "mpmath"
+    if mp:
+        kappa, tol = 1 / mpmath.sqrt(2 * mpmath.pi), mpmath.mpf(10) ** (2 - mpmath.mp.dps)
+        state = S.input_state("mpmath")
+    else:
+        a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
+        kappa, tol = np.full(a.shape, 1 / math.sqrt(2 * math.pi)), 4 * np.finfo(float).eps
+        state = S.State(np.ones(a.shape), np.zeros(a.shape), np.ones(a.shape), np.zeros(a.shape))
+    sqrt = mpmath.sqrt if mp else np.sqrt
+    out, prev, ratio = [], None, None
+    for layer in range(L):
+        new = S.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
+        with np.errstate(over="ignore", divide="ignore"):
+            k_new = kappa / sigma_w / sqrt(new.q)
+        new = S.State(1 + 0 * new.q, new.c, new.e, 0 * new.m)
+        if not mp:
+            if not np.all(np.isfinite(k_new)):
+                raise NumericalError(f"{where} at layer {layer + 2}: the shift dominates (shift/rms > 1e308): "
+                                     "1 - c < 1e-300, gamma exceeds the double range")
+            S.check_state(new, f"{where} at layer {layer + 1}")
+        out.append(new.gamma)
+        rest = L - layer - 1
+        if not rest:
+            break
+        small = (k_new <= tol * (1 - k_new / kappa)) if mp else bool(np.all(k_new <= tol * (1 - k_new / kappa)))
+        if small:       # the shift's remaining effect, Σ κ_k <= κ/(1 − ratio), is below the working precision
+            tail = (_mp_homogeneous_gamma(rest, 0, (new.c, new.e)) if mp
+                    else _homogeneous_gammas(rest, 0.0 * a, (new.c, new.e)))
+            out += [tail] if mp else tail
+            break
+        if layer and _stationary(S.State(kappa, state.c, state.e, 0), S.State(k_new, new.c, new.e, 0), tol):
+            out += [new.gamma] * rest
+            break
+        ratio = new.e / state.e if layer else None
+        if _geometric(kappa, k_new, ratio, prev, tol):
+            out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
+            break
+        state, kappa, prev = new, k_new, ratio
+    return out[-1:] if last else out
+
+
+def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma", last=False):
+    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L); ``last``: only γ_L.
+
+    Composes the ops' maps block by block from the data state and resets q = 1 after each block when every op is
+    scale-free (so q never overflows). Exact shortcuts, so that the cost does not grow with L: at a fixed point
+    of the block map the remaining layers repeat it; where 1 − c decays geometrically at a fixed q (the ordered
+    phase: the map is e → ρe to the working precision once e is small) the remaining layers are e·ρ^k; on the
+    mpmath route the chaotic-phase fixed point c* is found by Steffensen's iteration.
     NumPy: raises NumericalError where 1 − c leaves the double range or the state leaves a route's range."""
     if backend == "numpy":
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
+    if activation == "srelu" and norm not in (None, "none"):
+        # φ(x) = relu(x) − k with k ∝ the nominal input sd (σ_w, or 1 after a pre-norm) is homogeneous in (x, k) and
+        # every norm removes the scale: γ does not depend on σ_w (σ_w = 1 exactly; no overflow at σ_w = 1e308)
+        sigma_w = np.ones(np.shape(sigma_w)) if backend == "numpy" else mpmath.mpf(1)
     ops = block(activation, norm, placement, a, sigma_w, B, backend)
     if backend == "numpy" and _fast_homogeneous(ops):
         try:
             return _homogeneous_gammas(L, {"relu": 0.0, "identity": 1.0}.get(activation, a) + 0 * sigma_w)
         except NumericalError as exc:
             raise NumericalError(f"{where}: {exc}") from None
-    free = _scale_free(ops)
+    if activation == "srelu" and norm in (None, "none"):
+        try:
+            return _srelu_path(L, a, sigma_w, backend, where, last)
+        except NumericalError as exc:
+            raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    # a norm first in the block is scale-invariant on a Dense output (m = 0): q is reset to 1 after every block, so
+    # σ_w² q may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ
+    free = _scale_free(ops) or isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm))
     state = S.Dense(None, sigma_w).map(S.input_state(backend), backend)
     if isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
-        state = dataclasses.replace(state, q=1 + 0 * state.q)
+        state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
-    out = []
+
+    def step(st):
+        for op in ops:
+            with np.errstate(over="ignore", under="ignore"):
+                st = op.map(st, backend)
+        return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
+            if free else st
+
+    out, prev = [], None
     try:
         for layer in range(L):
-            new = state
-            for op in ops:
-                new = op.map(new, backend)
+            new = step(state)
             if backend == "numpy":
                 S.check_state(new, f"{where} at layer {layer + 1}")
-            if free:
-                new = S.State(1 + 0 * new.q, new.c, new.e, new.m)
             out.append(new.gamma)
+            rest = L - layer - 1
             if layer and _stationary(state, new, tol):
-                out += [new.gamma] * (L - layer - 1)
+                out += [new.gamma] * rest
                 break
-            state = new
+            ratio = new.e / state.e if layer else None
+            if rest and _geometric(state.q, new.q, ratio, prev, tol):
+                out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
+                break
+            if backend == "mpmath" and layer and rest > 20 and abs(ratio - 1) < 0.05 and (
+                    free or abs(new.q - state.q) <= tol * new.q):
+                fixed = _steffensen(step, new, tol, rest)
+                if fixed is not None:
+                    out += [fixed.gamma] * (1 if last else rest)
+                    break
+            state, prev = new, ratio
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     except NumericalError as exc:
         raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    return out
+    return out[-1:] if last else out
 
 
 def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma"):
@@ -221,7 +361,7 @@ def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma")
     if _fast_homogeneous(block(activation, norm, placement, a, sigma_w, None, "mpmath")):
         return _mp_homogeneous_gamma(L, {"relu": 0, "identity": 1}.get(activation, a))
     return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
-                where)[-1]
+                where, last=True)[-1]
 
 
 # --- the registered cases ----------------------------------------------------------------------------------
@@ -275,6 +415,14 @@ def _corr_kernel(activation, c, a):
     return np.where(c >= 0, pos, neg)
 
 
+def corr_map_expr(c, s):
+    """k_s(c) = spec.arccos_map(c, s) written without cancellation for the mpmath route: c(1 − r) with
+    1 − r = 2s/(1 + s²) exactly, plus r(√(1 − c²) + c(π − arccos c))/π (at c = −1 the old form −1 + r lost every
+    digit of −2s/(1 + s²) for large s: mp gave 0 where the value is −4.6e-116 at s = 4.3e115)."""
+    r = (1 - s) ** 2 / (1 + s**2)
+    return 2 * s * c / (1 + s**2) + r * (sp.sqrt(1 - c**2) + c * (sp.pi - sp.acos(c))) / sp.pi
+
+
 DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
            r"(q_{l+1}, c_{l+1}) = \left(\sigma_w^2 E[\phi(u)^2],\ \frac{E[\phi(u)\phi(u')]}{E[\phi(u)^2]}\right),\;"
            r"(u, u') \sim \mathcal{N}\left(0, q_l\begin{pmatrix}1 & c_l\\ c_l & 1\end{pmatrix}\right)"
@@ -320,7 +468,7 @@ register(ClosedForm(
      Param("activation", "choice", "positively homogeneous activation", choices=tuple(_SLOPE)), A),
     Provenance(IGB, "App. F.1, Eqs. 137-141 in closed form; igb-talk-slides.txt (c = gamma/(1+gamma))",
                "Cho & Saul (2009) arc-cosine kernel of degree 1 (ReLU), generalised to slope a"),
-    builder=lambda activation: arccos_map(sp.Symbol("c", real=True), _SLOPE[activation]), kernel=_corr_kernel,
+    builder=lambda activation: corr_map_expr(sp.Symbol("c", real=True), _SLOPE[activation]), kernel=_corr_kernel,
     conditions=(Condition(sp.Le(sp.Abs(sp.Symbol("c", real=True)), 1), "-1 <= c <= 1"),)))
 
 _PLACEMENT_FORMS = {
