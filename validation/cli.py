@@ -52,15 +52,16 @@ def _crash_result(check, exc, seed):
 
 
 def _run_check(check, ctx):
-    """(results, seconds) of one check; a crash is a failed Result (InputError propagates: bad input)."""
-    t0 = time.perf_counter()
+    """(results, (wall s, CPU s)) of one check; a crash is a failed Result (InputError propagates: bad input).
+    CPU s is this process's CPU time (time.process_time): on a shared machine it is the cost, wall is the wait."""
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         found = check.run(ctx)
     except InputError:
         raise
     except Exception as exc:   # a crashing check is a failed check, reported, not a crash of the run
         found = [_crash_result(check, exc, ctx.seed)]
-    return found, time.perf_counter() - t0
+    return found, (time.perf_counter() - t0, time.process_time() - c0)
 
 
 def _worker_init(threads: int):
@@ -119,7 +120,7 @@ def _finished(checks, ctx, jobs: int, threads: int):
 def _verdict_line(check, found, seconds, k, n) -> str:
     bad = sum(not r.passed for r in found)
     return (f"[{k}/{n}] {check.name}: {'pass' if not bad else 'FAIL'} {len(found) - bad}/{len(found)} "
-            f"({seconds:.1f} s)")
+            f"({seconds[0]:.1f} s wall, {seconds[1]:.1f} s CPU)")
 
 
 def run(args) -> int:
@@ -166,7 +167,8 @@ def run(args) -> int:
             bar.update(1)
             bar.write(_verdict_line(check, found, seconds, len(done), len(checks)), file=sys.stderr)
             if log is not None:
-                log.write(json.dumps({"check": check.name, "seconds": seconds, "passed": all(r.passed for r in found),
+                log.write(json.dumps({"check": check.name, "seconds": seconds[0], "cpu_seconds": seconds[1],
+                                      "passed": all(r.passed for r in found),
                                       "results": [r.to_dict() for r in found]}, default=str) + "\n")
                 log.flush()
     except KeyboardInterrupt:
@@ -189,7 +191,8 @@ def run(args) -> int:
             print("FAIL " + r.explain())
     if report_dir is not None:
         meta = dict(mode=mode, device=str(device), seed=ctx.seed, torch=torch.__version__,
-                    seconds=time.perf_counter() - t_start, jobs=jobs, timings=timings, family=family,
+                    seconds=time.perf_counter() - t_start, jobs=jobs, family=family,
+                    timings={k: v[0] for k, v in timings.items()}, cpu_timings={k: v[1] for k, v in timings.items()},
                     finished=f"{len(done)}/{len(checks)} checks")
         paths = report.write(report_dir, results, ctx.figures, meta, cov)
         print("report: " + ", ".join(str(p) for p in paths))
@@ -210,9 +213,9 @@ def select_checks(checks, patterns):
 
 
 def timing_table(checks, done, timings) -> str:
-    """Per check: verdict, comparisons passed and seconds (the run's summary table)."""
+    """Per check: verdict, comparisons passed, wall and CPU seconds (the run's summary table)."""
     width = max(len(c.name) for c in checks)
-    lines = [f"{'check'.ljust(width)}  verdict  passed     seconds", "-" * (width + 30)]
+    lines = [f"{'check'.ljust(width)}  verdict  passed     wall s    CPU s", "-" * (width + 39)]
     for c in checks:
         if c.name not in done:
             lines.append(f"{c.name.ljust(width)}  not run")
@@ -220,5 +223,5 @@ def timing_table(checks, done, timings) -> str:
         found = done[c.name]
         bad = sum(not r.passed for r in found)
         lines.append(f"{c.name.ljust(width)}  {'pass' if not bad else 'FAIL':7}  "
-                     f"{f'{len(found) - bad}/{len(found)}':9}  {timings[c.name]:7.1f}")
+                     f"{f'{len(found) - bad}/{len(found)}':9}  {timings[c.name][0]:7.1f}  {timings[c.name][1]:7.1f}")
     return "\n".join(lines)
