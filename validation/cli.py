@@ -90,7 +90,7 @@ def default_jobs(mode: str, threads: int, n_checks: int) -> int:
     return max(1, min(n_checks, cores // threads))
 
 
-def _finished(checks, ctx, jobs: int, threads: int):
+def _finished(checks, ctx, jobs: int, threads: int, hints=None):
     """Yield (check, results, seconds) as checks finish: serially in this process (jobs = 1, ctx.progress shows
     inside-check progress), else over ``jobs`` spawned worker processes. Every check seeds itself
     (checks.seed_for), so the results do not depend on jobs or on the order in which checks finish."""
@@ -101,20 +101,47 @@ def _finished(checks, ctx, jobs: int, threads: int):
             yield check, found, seconds
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-                               initargs=(threads,))
+    pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_worker_init, initargs=(threads,))
     try:
-        futures = [pool.submit(_worker, c.name, ctx.device, ctx.mode, ctx.seed, ctx.report_dir) for c in checks]
-        for fut in as_completed(futures):
-            name, *rest = fut.result()
+        hints = hints or {}   # longest first (CPU s of an earlier run) balances the workers; unknown ones first
+        order = sorted(checks, key=lambda c: -hints.get(c.name, math.inf))
+        tasks = [(c.name, ctx.device, ctx.mode, ctx.seed, ctx.report_dir) for c in order]
+        for name, *rest in pool.imap_unordered(_worker_star, tasks):
             if isinstance(rest[0], InputError):
                 raise rest[0]
             found, seconds, figures = rest
             ctx.figures += figures
             yield by_name[name], found, seconds
+        pool.close()
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.terminate()   # an interrupted run leaves no worker behind
+        pool.join()
+
+
+def cost_hints(report_dir) -> dict:
+    """CPU seconds per check recorded by an earlier run in ``<report_dir>/checks.jsonl`` ({} if none)."""
+    try:
+        rows = [json.loads(line) for line in (Path(report_dir) / "checks.jsonl").read_text().splitlines()]
+        return {r["check"]: float(r["cpu_seconds"]) for r in rows}
+    except (TypeError, OSError, ValueError, KeyError):
+        return {}
+
+
+def _worker_star(task):
+    return _worker(*task)
+
+
+def _sigterm_as_interrupt():
+    """Treat SIGTERM like Ctrl-C while the checks run (the partial report is written, workers end); returns the
+    previous handler, or None when this is not the main thread."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def _verdict_line(check, found, seconds, k, n) -> str:
@@ -156,13 +183,14 @@ def run(args) -> int:
                file=sys.stderr, unit="check")
     ctx = Context(device=str(device), mode=mode, seed=int(args.seed), report_dir=report_dir,
                   progress=lambda msg: bar.set_postfix_str(str(msg)[:48], refresh=True))
-    log = None
+    log, hints = None, cost_hints(report_dir)   # read before checks.jsonl is rewritten
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
         log = (report_dir / "checks.jsonl").open("w")
     done, timings, t_start, status = {}, {}, time.perf_counter(), None
+    previous = _sigterm_as_interrupt()
     try:
-        for check, found, seconds in _finished(checks, ctx, jobs, int(threads)):
+        for check, found, seconds in _finished(checks, ctx, jobs, int(threads), hints):
             done[check.name], timings[check.name] = found, seconds
             bar.update(1)
             bar.write(_verdict_line(check, found, seconds, len(done), len(checks)), file=sys.stderr)
@@ -175,6 +203,9 @@ def run(args) -> int:
         status = 130
         print(f"\ninterrupted: {len(done)}/{len(checks)} checks finished", file=sys.stderr)
     finally:
+        if previous is not None:
+            import signal
+            signal.signal(signal.SIGTERM, previous)
         bar.close()
         if log is not None:
             log.close()
