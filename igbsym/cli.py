@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
         mode.add_argument("--thorough", dest="mode", action="store_const", const="thorough")
         s.add_argument("--report", default="report" if name == "run" else None, help="write the report here")
         s.add_argument("--seed", type=_int_range("--seed", 0, SEED_MAX), default=0)
+        s.add_argument("--jobs", type=_int_range("--jobs", 1, 256), default=None,
+                       help="worker processes (default: 1 in quick mode, one per core in thorough mode)")
+        s.add_argument("--check", default=None, help="only the checks whose name starts with these (comma-separated)")
         if name == "validate":
             s.add_argument("--list", action="store_true", help="which forms have a check")
             s.add_argument("--json", action="store_true")

@@ -81,3 +81,43 @@ def test_crashing_check_is_a_failure(monkeypatch, capsys):
     _fake(monkeypatch, boom)
     assert main(["validate", "--family", "leaky", "--device", "cpu"]) == 1
     assert "crashed: RuntimeError: boom" in capsys.readouterr().out
+
+
+def test_check_filter_and_unknown_check_exit_2(capsys):
+    assert main(["validate", "--check", "nope.none"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "matches no check" in err and "\n" not in err
+
+
+def test_verdicts_written_as_checks_finish_and_survive_an_interrupt(monkeypatch, tmp_path, capsys):
+    """checks.jsonl gets each check's verdict when it finishes; Ctrl-C during a later check keeps them, writes the
+    partial report and exits 130."""
+    checks.all_checks()
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+    _fake(monkeypatch, interrupted)
+    assert main(["validate", "--family", "leaky", "--check", "leaky.symmetric_inputs,leaky.zz_fake",
+                 "--report", str(tmp_path)]) == 130
+    rows = [json.loads(line) for line in (tmp_path / "checks.jsonl").read_text().splitlines()]
+    assert [r["check"] for r in rows] == ["leaky.symmetric_inputs"] and rows[0]["passed"]
+    assert rows[0]["results"] and rows[0]["cpu_seconds"] >= 0
+    captured = capsys.readouterr()
+    assert "[1/2] leaky.symmetric_inputs: pass" in captured.err and "interrupted: 1/2" in captured.err
+    assert "leaky.zz_fake" in captured.out and "not run" in captured.out
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["meta"]["finished"] == "1/2 checks" and all(r["check"] == "leaky.symmetric_inputs"
+                                                            for r in data["results"])
+
+
+def test_jobs_give_the_serial_results(tmp_path):
+    """Every check seeds itself: two worker processes give exactly the serial run's results (and their order)."""
+    runs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / jobs
+        assert main(["validate", "--check", "leaky.symmetric_inputs,rectified.scaled_gaussian", "--jobs", jobs,
+                     "--report", str(out)]) == 0
+        runs[jobs] = [(r["check"], r["label"], r["estimate"], r["se"])
+                      for r in json.loads((out / "results.json").read_text())["results"]]
+    assert runs["1"] == runs["2"] and {c for c, *_ in runs["1"]} == {"leaky.symmetric_inputs",
+                                                                      "rectified.scaled_gaussian"}

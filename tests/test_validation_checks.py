@@ -92,3 +92,10 @@ def test_property_gamma_exact_at_any_width(act, law, d, n, sigma_w, seed):
 @pytest.mark.slow
 def test_thorough_gamma_checks_pass():
     _assert_all_pass(checks_igb.check_gamma(Context(mode="thorough", seed=0)))
+
+
+def test_thorough_depth_checks_reach_width_1024_and_depth_20():
+    """Issue 11 §3: the thorough depth checks run the 1024-wide, 20-deep nets (sized by their SE, not dropped)."""
+    from validation.checks_depth import plan
+    widths, inits, n_data, depth = plan(Context(mode="thorough"))
+    assert max(widths) == 1024 and depth == 20 and all(inits[w] >= 48 for w in widths) and n_data >= 128

@@ -38,11 +38,16 @@ from .stats import delta_method, gamma_estimate, jitter_g0, ks_test, mean_se, pd
 BATCHES = (3, 4, 5, 8, 12, 16, 64, 512)
 U64 = 2.0 ** -53                       # float64 unit roundoff
 get = igbsym.get
+# Thorough sizes, from the allowance they buy. relu_bn: γ̂ = 0 is tested against a float64 rounding bound, not an
+# SE: every init must pass on its own, so more inits add no power; 32 inits (was 400: 7.5 min) keep the thorough
+# width, data and depths that set the bound. depth: per-layer SE of γ̂ ∝ 1/√(inits) (≈ 0.0063 at 100 inits, n = 128
+# in quick mode); 160 inits at n = 256 give SE ≈ 0.0035 (allowance 5 SE + bias ≈ 0.019 at B = 5, 8; 0.04 at
+# B = 64, where the (B−1)/(D−1) bias bound dominates), half the quick allowance, at 0.4 of the former 400 inits' work.
 register_sizes("bn",
                quick=dict(batches=40000, batches_512=4000, relu_bn=(20, 512, 64),
                           depth=dict(d=64, n=128, inits=100, data=1024, depth=20, batches=(8,))),
-               thorough=dict(batches=400000, batches_512=40000, relu_bn=(400, 4096, 256),
-                             depth=dict(d=256, n=256, inits=400, data=4096, depth=20, batches=(5, 8, 64))))
+               thorough=dict(batches=400000, batches_512=40000, relu_bn=(32, 4096, 256),
+                             depth=dict(d=256, n=256, inits=160, data=4096, depth=20, batches=(5, 8, 64))))
 
 
 def _torch_bn(x, eps):

@@ -30,6 +30,10 @@ def check_arguments(args):
         raise InputError(f"IGBSYM_THREADS={threads!r} is not allowed; allowed: an integer 1..1024")
     if getattr(args, "report", None) is not None:
         writable_dir(args.report, "--report")
+    if getattr(args, "check", None):
+        from .checks import all_checks
+        from .cli import select_checks
+        select_checks(all_checks(), args.check)
     if not getattr(args, "list", False) or getattr(args, "device", None) is not None:
         from .device import resolve_device
         resolve_device(getattr(args, "device", None))

@@ -117,7 +117,9 @@ def write(report_dir, results, figures, meta: dict, coverage: list) -> list:
              "| " + " | ".join(COLUMNS) + " | check |", "|" + "---|" * (len(COLUMNS) + 1)]
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + f" | {check} |"
               for row, (check, _) in zip(rows(results), results)]
-    lines += ["", "## Check timings", ""] + [f"- `{k}`: {v:.1f} s" for k, v in meta.get("timings", {}).items()]
+    cpu = meta.get("cpu_timings", {})
+    lines += ["", "## Check timings", ""] + [f"- `{k}`: {v:.1f} s" + (f" wall, {cpu[k]:.1f} s CPU" if k in cpu else "")
+                                             for k, v in meta.get("timings", {}).items()]
     lines += ["", "## Finite-size notes", "", FINITE_SIZE, ""]
     lines += [f"- {r.form} [{r.label}]: {r.note}" for _, r in results if r.bias_bound or "finite" in r.note]
     lines += ["", "## Figures", ""]
