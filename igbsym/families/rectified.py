@@ -13,7 +13,7 @@ from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
 from ..functions import mp_ncdf
-from ..gaussian import mp_expect, split_expect
+from ..gaussian import mp_split_expect, split_expect, split_var
 from ..numerics import power_product
 from ..registry import register
 
@@ -51,6 +51,7 @@ def relu_moment(n: int, m=mu, s=sigma) -> sp.Expr:
 RELU_MEAN = relu_moment(1)
 RELU_VAR = sp.collect(sp.expand(relu_moment(2) - RELU_MEAN**2), [Phi(mu / sigma)])
 _SQ2PI = np.sqrt(2 * np.pi)
+_SQ2PI_INV = 1 / _SQ2PI
 
 
 def _mills(t):
@@ -251,6 +252,11 @@ def _leaky_var(a, sigma):
     return power_product([(s, 2), (sigma, 2)], q / (2 * np.pi))
 
 
+def _leaky_mean(a, sigma):
+    """(1 − a)σ/√(2π) as sign(1 − a)·|1 − a|·σ by power_product (a = -1.8e308 with σ = 5e-324 is 3.5e-16)."""
+    return np.sign(1 - a) * power_product([(np.abs(1 - a), 1), (sigma, 1)], 1 / np.sqrt(2 * np.pi))
+
+
 register(ClosedForm(
     "leaky.m2", "E[phi_a(x)^2] for zero-mean symmetric x with variance sigma^2 (any law).", (A, SIGMA),
     Provenance(THESIS, "second-moment lemma before Lemma 4.1"), expr=(1 + a**2) * sigma**2 / 2,
@@ -265,7 +271,7 @@ register(ClosedForm(
 register(ClosedForm(
     "leaky.mean", "E[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
     Provenance(IGB, "Eq. 78 generalised to slope a"), expr=(1 - a) * sigma / sp.sqrt(2 * sp.pi),
-    kernel=lambda a, sigma: np.sign(1 - a) * power_product([(np.abs(1 - a), 1), (sigma, 1)], 1 / np.sqrt(2 * np.pi))))
+    kernel=_leaky_mean))
 register(ClosedForm(
     "leaky.var", "Var[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
     Provenance(IGB, "Eq. 78 generalised to slope a"),
@@ -278,6 +284,29 @@ _EXACT_MEAN = {
     "tanh": sp.S.Zero, "erf": sp.S.Zero, "sigmoid": sp.S.Half, "srelu": sp.S.Zero,
     "gelu": _s / sp.sqrt(2 * sp.pi) / sp.sqrt(1 + _s**-2),  # = σ²/sqrt(2π(1+σ²)), no σ² overflow
 }
+_EXACT_MEAN_NP = {  # NumPy kernels of _EXACT_MEAN / _EXACT_VAR over the whole double range (no σ², a² overflow)
+    "relu": lambda s, a: s * _SQ2PI_INV, "leaky_relu": lambda s, a: _leaky_mean(a, s),
+    "identity": lambda s, a: 0 * s, "tanh": lambda s, a: 0 * s, "erf": lambda s, a: 0 * s, "srelu": lambda s, a: 0 * s,
+    "sigmoid": lambda s, a: 0 * s + 0.5,
+    "gelu": lambda s, a: np.where(s < 1, s * (s / np.sqrt(1 + s * s)), s / np.sqrt(1 + 1 / (s * s))) * _SQ2PI_INV,
+}
+_EXACT_VAR_NP = {
+    "relu": lambda s, a: power_product([(s, 2)], (np.pi - 1) / (2 * np.pi)),
+    "srelu": lambda s, a: power_product([(s, 2)], (np.pi - 1) / (2 * np.pi)),
+    "leaky_relu": lambda s, a: _leaky_var(a, s), "identity": lambda s, a: power_product([(s, 2)]),
+    # (2/π) asin(2σ²/(1 + 2σ²)) = (2/π) atan2(2σ, sqrt(1/σ² + 4)): no σ² overflow (NaN from σ = 1.3e154) and no
+    # asin(1 − ε) cancellation at large σ
+    "erf": lambda s, a: 2 / np.pi * np.arctan2(2 * s, np.hypot(1 / s, 2.0)),
+}
+
+
+def _exact_kernel(table):
+    def kernel(activation, sigma, a):
+        sigma, a = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))
+        return table[activation](sigma, a)
+    return kernel
+
+
 _EXACT_VAR = {
     "relu": _s**2 * (sp.pi - 1) / (2 * sp.pi), "srelu": _s**2 * (sp.pi - 1) / (2 * sp.pi),
     "leaky_relu": sp.factor((1 + a**2) * _s**2 / 2 - (1 - a)**2 * _s**2 / (2 * sp.pi)),
@@ -295,7 +324,6 @@ def _defining(act, power: int):
                        (_x, -sp.oo, sp.oo))
 
 
-_SQ2PI_INV = 1 / np.sqrt(2 * np.pi)
 _e = special.expit
 #: activation -> (mean integrand, its remainder beyond the far field, far-field mean (σ)) and the same for the
 #: integrand of the centred second moment; every integrand is the even part of the exact one (the odd part
@@ -313,12 +341,26 @@ _SMOOTH = {
     "sigmoid": (None, (lambda x: np.tanh(x / 2) ** 2 / 4, lambda x: -1 / (4 * np.cosh(x / 2) ** 2),
                        lambda s: np.full_like(s, 0.25))),
 }
-_MP_EVEN = {  # the same even integrands in mpmath: (mean, second moment); sigmoid's second is of sigmoid - 1/2
-    "silu": (lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: (x / (1 + mpmath.exp(-x))) ** 2),
-    "gelu": (lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: (x * mp_ncdf(x)) ** 2),
-    "tanh": (None, lambda x: mpmath.tanh(x) ** 2),
-    "sigmoid": (None, lambda x: mpmath.tanh(x / 2) ** 2 / 4),
+_mp_e = lambda x: 1 / (1 + mpmath.exp(-x))  # noqa: E731
+_MP_EVEN = {  # the same even integrands in mpmath, (mean, second moment), each as (integrand, remainder, far mean);
+    #           sigmoid's second is of sigmoid - 1/2
+    "silu": ((lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: -abs(x) * _mp_e(-abs(x)), lambda s: s / _mp_sq2pi()),
+             (lambda x: (x * _mp_e(x)) ** 2,
+              lambda x: -x * x * _mp_e(-x) * (1 + _mp_e(x)) if x > 0 else (x * _mp_e(x)) ** 2, lambda s: s * s / 2)),
+    "gelu": ((lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: -abs(x) * mp_ncdf(-abs(x)),
+              lambda s: s / _mp_sq2pi()),
+             (lambda x: (x * mp_ncdf(x)) ** 2,
+              lambda x: -x * x * mp_ncdf(-x) * (1 + mp_ncdf(x)) if x > 0 else (x * mp_ncdf(x)) ** 2, lambda s: s * s / 2)),
+    "tanh": (None, (lambda x: mpmath.tanh(x) ** 2, lambda x: -mpmath.sech(x) ** 2, lambda s: mpmath.mpf(1))),
+    "sigmoid": (None, (lambda x: mpmath.tanh(x / 2) ** 2 / 4, lambda x: -mpmath.sech(x / 2) ** 2 / 4,
+                       lambda s: mpmath.mpf(1) / 4)),
 }
+
+
+def _mp_sq2pi():
+    return mpmath.sqrt(2 * mpmath.pi)
+
+
 SMOOTH_ERROR = ("fixed composite Gauss-Legendre grids, cost independent of sigma: z-grid (panel 0.05) for sigma <= 8, "
                 "closed-form far field + x-grid of the exponentially small remainder on [-45, 45] (panel 0.4) for "
                 "sigma > 8; even-part integrands: relative error <= 1e-12 for every sigma > 0")
@@ -336,15 +378,18 @@ def _numeric_moment(act: str, centred: bool) -> NumericRoute:
         sigma = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))[0]
         if not centred:
             return np_mean(sigma)
-        second = split_expect(*second_spec, sigma)
-        return second if mean_spec is None else second - np_mean(sigma) ** 2
+        return split_expect(*second_spec, sigma) if mean_spec is None else split_var(mean_spec, second_spec, sigma)
 
     def mp_route(sigma, a):
         scale = min(mpmath.mpf(sigma) ** 2, 1)   # every even integrand is O(x²) at 0 (see mp_expect)
         if not centred:
-            return mp_expect(mp_mean, sigma, scale)
-        second = mp_expect(mp_second, sigma, scale)
-        return second if mp_mean is None else second - mp_expect(mp_mean, sigma, scale) ** 2
+            return mp_split_expect(*mp_mean, sigma, scale)
+        second = mp_split_expect(*mp_second, sigma, scale)
+        if mp_mean is None:
+            return second
+        s = mpmath.mpf(sigma)   # GELU's mean has a closed form (_EXACT_MEAN): half the quadratures
+        mean = s * s / mpmath.sqrt(2 * mpmath.pi * (1 + s * s)) if act == "gelu" else mp_split_expect(*mp_mean, s, scale)
+        return second - mean**2
 
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
     return NumericRoute(np_route, mp_route, "quadrature", SMOOTH_ERROR, defining)
@@ -361,8 +406,8 @@ def _var_case(activation):
 register(ClosedForm(
     "activation.mean", "E[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
     (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); App. G (antisymmetric: 0)"),
-    builder=_mean_case))
+    builder=_mean_case, kernel=_exact_kernel(_EXACT_MEAN_NP)))
 register(ClosedForm(
     "activation.var", "Var[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
     (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); erf: Williams (1997) arcsine kernel"),
-    builder=_var_case))
+    builder=_var_case, kernel=_exact_kernel(_EXACT_VAR_NP)))

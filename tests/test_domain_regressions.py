@@ -1,0 +1,144 @@
+"""Regression tests for the points the registry-wide domain test (tests/test_domain.py, issue 17) found broken in
+the activation, moments, bn and kurtosis families. Each expected value comes from an independent route: the exact
+expression or the defining integral in mpmath at high precision, or a large-σ expansion whose constants are known
+in closed form (η(2) = π²/12, the logistic law's variance π²/3).
+"""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+
+import igbsym
+
+DBL_MAX = float(np.finfo(float).max)
+TINY = 5e-324
+
+
+def _rel(value, ref) -> float:
+    return float(abs(mpmath.mpf(float(value)) - ref) / abs(ref))
+
+
+# --- activation.mean / activation.var, leaky slope at the ends of the double range ------------------------------
+def _leaky_moments(a, sigma):
+    """E[φ_a(σZ)] and Var[φ_a(σZ)] by mpmath quadrature of the defining integrals (σ factored out: φ_a is
+    positively homogeneous), at 60 digits."""
+    with mpmath.workdps(60):
+        a, sigma = mpmath.mpf(a), mpmath.mpf(sigma)
+        m1 = mpmath.quad(lambda z: a * z * mpmath.npdf(z), [-mpmath.inf, 0]) + mpmath.quad(
+            lambda z: z * mpmath.npdf(z), [0, mpmath.inf])
+        m2 = mpmath.quad(lambda z: (a * z) ** 2 * mpmath.npdf(z), [-mpmath.inf, 0]) + mpmath.quad(
+            lambda z: z * z * mpmath.npdf(z), [0, mpmath.inf])
+        return sigma * m1, sigma**2 * (m2 - m1**2)
+
+
+@pytest.mark.parametrize("a,sigma", [(-DBL_MAX, TINY), (-DBL_MAX, 1e-160), (DBL_MAX, 1e-300), (-1.5, 1.5e154),
+                                     (0.01, 1.5e154)])
+def test_activation_moments_of_leaky_relu_over_the_double_range(a, sigma):
+    """a = -1.8e308, σ = 5e-324 gave mean error 0.41 (σ/√(2π) rounded as a subnormal) and a NaN variance (a²σ²);
+    σ = 1.5e154 gave var = inf (σ² overflows, the variance does not)."""
+    mean, var = _leaky_moments(a, sigma)
+    got_mean = igbsym.get("activation.mean").numpy(activation="leaky_relu", sigma=sigma, a=a)
+    got_var = igbsym.get("activation.var").numpy(activation="leaky_relu", sigma=sigma, a=a)
+    assert _rel(got_mean, mean) < 1e-15
+    assert _rel(got_var, var) < 1e-15
+
+
+@pytest.mark.parametrize("activation", ["relu", "srelu", "identity"])
+def test_activation_var_of_homogeneous_activations_where_sigma_squared_overflows(activation):
+    """σ = 1.5e154: σ² = 2.25e308 overflows but Var = σ²(π − 1)/(2π) = 7.7e307 (relu, srelu) is a double; identity
+    at σ = 1.3e154: σ² = 1.69e308."""
+    sigma = 1.3e154 if activation == "identity" else 1.5e154
+    with mpmath.workdps(50):
+        s = mpmath.mpf(sigma)
+        ref = s * s if activation == "identity" else s * s * (mpmath.pi - 1) / (2 * mpmath.pi)
+    got = igbsym.get("activation.var").numpy(activation=activation, sigma=sigma)
+    assert np.isfinite(got) and _rel(got, ref) < 1e-15
+
+
+@pytest.mark.parametrize("sigma", [1e8, 1e20, 1.5e154, 1e200, DBL_MAX])
+def test_activation_var_erf_at_large_sigma(sigma):
+    """(2/π) asin(2σ²/(1 + 2σ²)) (Williams' arcsine kernel) lost 6.4e-9 at σ = 1e8 (asin near 1) and gave NaN from
+    σ = 1.3e154 (σ² overflows); reference: the same expression in mpmath at 1000 digits (1 − value is ≈ 1/σ)."""
+    with mpmath.workdps(1000):
+        s = mpmath.mpf(sigma)
+        ref = 2 * mpmath.asin(2 * s * s / (1 + 2 * s * s)) / mpmath.pi
+    assert _rel(igbsym.get("activation.var").numpy(activation="erf", sigma=sigma), ref) < 2e-16
+
+
+# large-σ expansions (x = σZ; the far field of SiLU and GELU is ReLU's, and the remainders' integrals are
+# ∫ −|x| e(−|x|) dx = −2η(2) = −π²/6 and ∫ [(x e(x))² − x²1{x>0}] dx = −π²/3 (the logistic variance) for SiLU):
+#   E silu(σZ) = σ/√(2π) − π²/(6√(2π) σ) + O(σ⁻³),  Var silu(σZ) = σ²(π − 1)/(2π) + π/6 − π²/(3√(2π) σ) + O(σ⁻²)
+def _silu_expansion(sigma):
+    s, r = mpmath.mpf(sigma), mpmath.sqrt(2 * mpmath.pi)
+    return s / r - mpmath.pi**2 / (6 * r * s), s * s * (mpmath.pi - 1) / (2 * mpmath.pi) + mpmath.pi / 6 - \
+        mpmath.pi**2 / (3 * r * s)
+
+
+@pytest.mark.parametrize("sigma", [1e10, 1e100, 1e300])
+def test_activation_silu_mp_route_at_large_sigma(sigma):
+    """The mp route at σ = 1e100 spent 20-70 s (plain quadrature resolving the kink at 0 inside panels of width σ);
+    the far-field split is σ-independent. Reference: the expansion above, whose dropped terms are below
+    σ⁻⁴ ≤ 1e-40 relative."""
+    mean_ref, var_ref = (mpmath.mpf(v) for v in _silu_expansion(sigma))
+    with mpmath.workdps(40):
+        mean_ref, var_ref = _silu_expansion(sigma)
+    mean = igbsym.get("activation.mean").mp(40, activation="silu", sigma=sigma)
+    var = igbsym.get("activation.var").mp(40, activation="silu", sigma=sigma)
+    assert abs(mean - mean_ref) <= mpmath.mpf("1e-35") * abs(mean_ref)
+    assert abs(var - var_ref) <= mpmath.mpf("1e-35") * abs(var_ref)
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+def test_activation_var_of_smooth_activations_where_the_second_moment_overflows(activation):
+    """σ = 1.5e154: E[φ²] ≈ σ²/2 is a double but was computed as σ·σ/2 = inf, and at σ = 1e300 E[φ²] − E[φ]² was
+    inf − inf = NaN; now the variance is finite where it is a double and +inf only beyond (true 3.4e599).
+    Reference: σ²(π − 1)/(2π) (the O(1) correction is 1e-308 relative here)."""
+    var = igbsym.get("activation.var")
+    with mpmath.workdps(50):
+        ref = mpmath.mpf(1.5e154) ** 2 * (mpmath.pi - 1) / (2 * mpmath.pi)
+    assert _rel(var.numpy(activation=activation, sigma=1.5e154), ref) < 1e-15
+    assert var.numpy(activation=activation, sigma=1e300) == np.inf
+
+
+@pytest.mark.parametrize("act,sigma", [("silu", 20.0), ("gelu", 20.0), ("tanh", 9.0), ("sigmoid", 50.0)])
+def test_activation_mp_split_equals_the_direct_quadrature(act, sigma):
+    """Just above the split (σ > 8): the far-field split of the mp route agrees with plain quadrature of the even
+    integrand over the whole line (gaussian.mp_expect, the route below the split) to 1e-25."""
+    from igbsym.families.rectified import _MP_EVEN
+    from igbsym.gaussian import mp_expect
+    with mpmath.workdps(30):
+        mean_spec, second_spec = _MP_EVEN[act]
+        second = mp_expect(second_spec[0], sigma)
+        direct = second - (mp_expect(mean_spec[0], sigma) ** 2 if mean_spec else 0)
+    got = igbsym.get("activation.var").mp(30, activation=act, sigma=sigma)
+    assert abs(got - direct) <= mpmath.mpf("1e-25") * abs(direct)
+
+
+# --- moments.bn_feedforward_rate / bn_resnet_exponent -----------------------------------------------------------
+def _p_exact(a):
+    """p = E[φ'²]/Var[φ] = ((1 + a²)/2) / ((1 + a²)/2 − (1 − a)²/(2π)) for leaky ReLU, at 1500 digits."""
+    with mpmath.workdps(1500):
+        a = mpmath.mpf(a)
+        return ((1 + a * a) / 2) / ((1 + a * a) / 2 - (1 - a) ** 2 / (2 * mpmath.pi))
+
+
+@pytest.mark.parametrize("a", [-DBL_MAX, DBL_MAX, -1e200, 1 - 1e-9, 1 + 2**-52, TINY, -3.0, 0.01])
+def test_bn_rates_of_leaky_relu_over_the_double_range(a):
+    """a = -1.8e308 gave NaN (a² overflows in the lambdified log(p)/2); a → 1 (p → 1) keeps relative accuracy."""
+    with mpmath.workdps(1500):
+        p = _p_exact(a)
+        rate, exponent = mpmath.log(p) / 2, (p - 1) / 2
+    got_rate = igbsym.get("moments.bn_feedforward_rate").numpy(activation="leaky_relu", a=a)
+    got_exp = igbsym.get("moments.bn_resnet_exponent").numpy(activation="leaky_relu", a=a)
+    assert _rel(got_rate, rate) < 1e-15 and _rel(got_exp, exponent) < 1e-15
+
+
+@pytest.mark.parametrize("activation", ["tanh", "erf", "sigmoid", "gelu", "silu"])
+def test_bn_rates_array_equals_scalar(activation):
+    """p does not depend on a for a smooth activation; an array call was 1e-14 off the scalar call (the quadrature's
+    matrix product rounds by batch size)."""
+    for name in ("moments.bn_feedforward_rate", "moments.bn_resnet_exponent"):
+        form = igbsym.get(name)
+        scalar = form.numpy(activation=activation, a=-3.0)
+        assert np.all(form.numpy(activation=activation, a=np.array([-3.0, 0.5, 1e300])) == scalar)
