@@ -142,3 +142,58 @@ def test_bn_rates_array_equals_scalar(activation):
         form = igbsym.get(name)
         scalar = form.numpy(activation=activation, a=-3.0)
         assert np.all(form.numpy(activation=activation, a=np.array([-3.0, 0.5, 1e300])) == scalar)
+
+
+# --- bn.cdf at |b| = 1.8e308, B = 1e30 ------------------------------------------------------------------------
+@pytest.mark.parametrize("b,B", [(-DBL_MAX, 1e30), (-1e200, 1e30), (-DBL_MAX, 1e10)])
+def test_bn_cdf_mp_far_tail(b, B):
+    """The mp route's Laguerre-substitution quadrature ran every panel to its maximal degree (25 s a point) because
+    mpmath.quad stops on an absolute error and the integrand was ~|b|. Reference: for |b| ≫ √B the tail of the
+    scaled t law is c B^((B-1)/2) |b|^-(B-2)/(B-2) (1 + O(B²/b²)), c = Γ((B-1)/2)/(√(πB) Γ((B-2)/2)); the dropped
+    factor is exp(-O(B²/b²)) = 1 - 1e-200 or closer here."""
+    got = igbsym.get("bn.cdf").mp(40, b=b, B=B)
+    with mpmath.workdps(100):   # the exponent is ~1e33: 100 digits leave 60 for the value
+        bb, BB = mpmath.mpf(b), mpmath.mpf(B)
+        c = mpmath.exp(mpmath.loggamma((BB - 1) / 2) - mpmath.loggamma((BB - 2) / 2)) / mpmath.sqrt(mpmath.pi * BB)
+        ref = c * mpmath.exp((BB - 1) / 2 * mpmath.log(BB) - (BB - 2) * mpmath.log(-bb)) / (BB - 2)
+        assert abs(got - ref) <= mpmath.mpf("1e-35") * ref
+    assert igbsym.get("bn.cdf").numpy(b=b, B=B) == 0.0   # the true value underflows
+
+
+# --- kurtosis.after / c_after at kappa0 = 1.8e308 -------------------------------------------------------------
+def _moments_by_iteration(L, w, a, kappa_w, kappa0, c0, sigma2):
+    """(kappa_L, c_L) by applying Prop. 4.3's affine map A to k = [kappa, c, 1] L times (kurtosis.matrix's exact
+    expression at rational arguments, iterated in exact rational arithmetic)."""
+    import sympy as sp
+    from fractions import Fraction
+    A = igbsym.get("kurtosis.matrix")
+    q = {k: sp.Rational(Fraction(v)) for k, v in dict(w=w, a=a, kappa_w=kappa_w, sigma2=sigma2).items()}
+    mat = A.case().subs({A.symbols[k]: v for k, v in q.items()})
+    k = sp.Matrix([sp.Rational(Fraction(kappa0)), sp.Rational(Fraction(c0)), 1])
+    for _ in range(L):
+        k = mat * k
+    return k[0], k[1]
+
+
+@pytest.mark.parametrize("L,w,a,kappa_w,kappa0,c0,sigma2", [
+    (1, 2, 1.0, 3.0, DBL_MAX, 1.0, 1.0), (2, 2, 0.0, 3.0, DBL_MAX / 8, 0.0, 1.0), (0, 2, 1.0, 3.0, DBL_MAX, 1.0, 1.0),
+    (0, 2, 0.0, 3.0, DBL_MAX, 0.5, 1.0), (5, 5, 0.1, 3.0, DBL_MAX, 1e280, 1e-10), (3, 3, 0.5, 3.0, 3.0, 0.5, 1.0)])
+def test_kurtosis_after_at_huge_input_kurtosis(L, w, a, kappa_w, kappa0, c0, sigma2):
+    """kappa0 = 1.8e308 gave NaN / -inf for kappa_L (p kappa0 + off e0 overflowed) where kappa_1 = 2.7e308 overflows
+    but kappa_1 = 8.99e307 (w = 2, a = 1, kappa_w = 1) does not, c_0 = 1 came back as -1, and c_5 = 1.1e289 as inf;
+    the mp route (spectral form) returned 0 for c_0 = 1. Reference: the affine map iterated exactly."""
+    kappa, c = _moments_by_iteration(L, w, a, kappa_w, kappa0, c0, sigma2)
+    args = dict(L=L, w=w, a=a, kappa_w=kappa_w, kappa0=kappa0, c0=c0, sigma2=sigma2)
+    for name, exact in (("kurtosis.after", kappa), ("kurtosis.c_after", c)):
+        got, mp_value = igbsym.get(name).numpy(**args), igbsym.get(name).mp(30, **args)
+        with mpmath.workdps(60):
+            ref = mpmath.mpf(exact.p) / exact.q
+            assert abs(mp_value - ref) <= mpmath.mpf("1e-28") * abs(ref), name
+            assert (got == np.inf) if ref > DBL_MAX else _rel(got, ref) < 1e-14, (name, got, ref)
+
+
+def test_kurtosis_after_at_huge_input_kurtosis_below_overflow():
+    """kappa_1 = 8.99e307 at kappa0 = 1.8e308 (w = 2, a = 1, kappa_w = 1: p = 1/2, off = 3/2): was -inf."""
+    kappa, _ = _moments_by_iteration(1, 2, 1.0, 1.0, DBL_MAX, 1.0, 1.0)
+    got = igbsym.get("kurtosis.after").numpy(L=1, w=2, a=1.0, kappa_w=1.0, kappa0=DBL_MAX, c0=1.0, sigma2=1.0)
+    assert _rel(got, mpmath.mpf(kappa.p) / kappa.q) < 1e-15
