@@ -197,3 +197,56 @@ def test_kurtosis_after_at_huge_input_kurtosis_below_overflow():
     kappa, _ = _moments_by_iteration(1, 2, 1.0, 1.0, DBL_MAX, 1.0, 1.0)
     got = igbsym.get("kurtosis.after").numpy(L=1, w=2, a=1.0, kappa_w=1.0, kappa0=DBL_MAX, c0=1.0, sigma2=1.0)
     assert _rel(got, mpmath.mpf(kappa.p) / kappa.q) < 1e-15
+
+
+# --- resnet.corr_map / resnet.gamma: declared domain = where the map is defined --------------------------------
+def test_resnet_corr_map_domain_is_the_physical_one():
+    """m = E[x_i]/sqrt(E[x_i^2]) lies in [-1, 1]; beyond, the map has a pole (m = -1.88 at alpha sigma_w = 1: 27.1
+    came back for c = -1, m = -2) and overflowed to NaN at m = -1.8e308. Inside, the value agrees with the mpmath
+    evaluation of the exact expression at 50 digits; outside, a one-line InputError naming the form."""
+    form = igbsym.get("resnet.corr_map")
+    for m in (-1.0, -0.5, 0.0, 1.0):
+        for c in (-1.0, 0.3, 1.0):
+            for alpha in (0.0, 1.0, 1e30):
+                got = form.numpy(activation="relu", c=c, m=m, alpha=alpha, sigma_w=1.0)
+                ref = form.mp(50, activation="relu", c=c, m=m, alpha=alpha, sigma_w=1.0)
+                assert abs(mpmath.mpf(float(got)) - ref) <= 1e-13 * max(abs(ref), 1), (c, m, alpha)
+    for m in (-2.0, -DBL_MAX):
+        with pytest.raises(igbsym.errors.InputError, match="^resnet.corr_map: condition -1 <= m <= 1"):
+            form.numpy(activation="relu", c=1.0, m=m, alpha=1.0, sigma_w=1.0)
+    with pytest.raises(igbsym.errors.InputError, match=r"^resnet.gamma: condition \|a\| <= 1e30"):
+        igbsym.get("resnet.gamma").numpy(L=2, activation="leaky_relu", alpha=1.0, a=-DBL_MAX, sigma_w=1.0)
+
+
+# --- rectified.moment build cost, rectified.scaled_var at the ends of the double range ---------------------------
+def test_relu_moment_n60_expression_against_the_defining_integral():
+    """Building E[ReLU(X)^60] by expanding the recursion took minutes (domain points timed out building the case);
+    the recursion on polynomial coefficients takes ~2 s. Reference: the defining integral by mpmath quadrature."""
+    import sympy as sp
+    from igbsym.functions import MPMATH_MODULES
+    form = igbsym.get("rectified.moment")
+    expr = form.case(n=60)
+    fn = sp.lambdify([form.symbols["mu"], form.symbols["sigma"]], expr, modules=MPMATH_MODULES)
+    with mpmath.workdps(60):
+        mu, sigma = mpmath.mpf("0.3"), mpmath.mpf("1.2")
+        ref = mpmath.quad(lambda x: x**60 * mpmath.npdf(x, mu, sigma), [0, 10, 20, 40, mpmath.inf])
+        assert abs(fn(mu, sigma) - ref) <= mpmath.mpf("1e-40") * ref
+
+
+@pytest.mark.parametrize("alpha,mu,sigma", [(-DBL_MAX, -DBL_MAX, TINY), (DBL_MAX, -40.0, 1.0), (-2.5, 3.0, 1.0)])
+def test_rectified_scaled_var_over_the_double_range(alpha, mu, sigma):
+    """alpha = -1.8e308, mu = -1.8e308, sigma = 5e-324 gave 0 (sigma² underflowed before alpha² could scale it back);
+    the true value is 7.9e-31. Reference: alpha² sigma² Var[ReLU(t + Z)], t = sign(alpha) mu/sigma, by mpmath
+    quadrature of the defining integral (t = +inf: Var = 1)."""
+    with mpmath.workdps(60):
+        a, m, s = mpmath.mpf(alpha), mpmath.mpf(mu), mpmath.mpf(sigma)
+        t = mpmath.sign(a) * m / s
+        if t > 1e6:
+            unit = mpmath.mpf(1)
+        else:   # t < 0: E[ReLU(t + Z)^k] = φ(t) ∫_0^∞ y^k e^{-|t| y - y²/2} dy (z = |t| + y)
+            r = -t
+            i1, i2 = (mpmath.quad(lambda y: y**k * mpmath.exp(-r * y - y * y / 2), [0, 1, mpmath.inf]) for k in (1, 2))
+            unit = mpmath.npdf(r) * (i2 - mpmath.npdf(r) * i1**2)
+        ref = a * a * s * s * unit
+        got = igbsym.get("rectified.scaled_var").numpy(alpha=alpha, mu=mu, sigma=sigma)
+        assert abs(mpmath.mpf(float(got)) - ref) <= mpmath.mpf("1e-12") * ref   # the stated accuracy (t = -40: 2e-13)
