@@ -218,12 +218,14 @@ _NONZERO = (Condition(sp.Ne(alpha, 0), "alpha != 0 (alpha = 0 gives ReLU(0) = 0 
 LEMMA_F1_NOTE = ("Lemma F.1 claims E[ReLU(aX)] = a E[ReLU(X)] and Var[ReLU(aX)] = a^2 Var[ReLU(X)] for every real "
                  "a; the mean identity holds iff a >= 0, the variance identity iff a >= 0 or mu = 0 "
                  "(derivations/rectified.py proves both)")
+
+
 def _scaled_var_kernel(alpha, mu, sigma):
     """Var[ReLU(alpha X)] = r² Var[ReLU(Y)], Y ~ N(sign(alpha) 2^k mu, (2^k sigma)²), |alpha| = r 2^k (r >= 1, k as
     large as keeps 2^k mu finite where mu/sigma is): the power-of-two scaling keeps t = mu/sigma exactly and lets the
-    kernel (logs in the deep tail) see nearly the true scale |alpha| sigma (alpha =
-    -1.8e308, sigma = 5e-324 is 7.9e-31, but sigma² underflowed first: 0). Where 2^k sigma is not a normal double,
-    alpha² Var[ReLU(sign(alpha) X)] as before."""
+    kernel (logs in the deep tail) see nearly the true scale |alpha| sigma (alpha = -1.8e308, sigma = 5e-324 is
+    7.9e-31, but sigma² underflowed first: 0). Where 2^k sigma is not a normal double, alpha² Var[ReLU(sign(alpha) X)]
+    as before."""
     alpha, mu, sigma = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (alpha, mu, sigma)))
     k = np.frexp(np.abs(alpha))[1] - 1
     finite_t = np.isfinite(mu / sigma)   # then 2^k mu must stay finite too (else t would change): k capped
