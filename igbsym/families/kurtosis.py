@@ -14,6 +14,7 @@ import sympy as sp
 from scipy import special
 
 from ..form import ClosedForm, Condition, Param, Provenance
+from ..numerics import power_product
 from ..registry import register
 
 THESIS = "kurtosis-vanishing-empirical-variance.txt"
@@ -97,15 +98,41 @@ def _matrix_kernel(w, a, kappa_w, sigma2):
 
 
 def _after_kernel(row):
-    """kappa_L (row 0) or c_L (row 1) as lam_+^L [(P_+ m0) + r^L (P_- m0)]: overflow gives inf, never inf - inf."""
+    """kappa_L (row 0) or c_L (row 1) as kappa0 lam_+^L [(P_+ m)_row + r^L (P_- m)_row] with the input scaled by
+    kappa0, m = (1, e0/kappa0) (e0 <= kappa0 by Cauchy-Schwarz): nothing overflows unless the value does (at
+    kappa0 = 1.8e308 the unscaled p kappa0 + off e0 overflowed, giving NaN or -inf where kappa_L = 8.99e307)."""
     def kernel(L, w, a, kappa_w, kappa0, c0, sigma2):
         p, off, g, d, lam_p, r, root, lam_m, delta = _eigen(w, a, kappa_w)
-        e0 = 1 + c0 / sigma2**2
-        first, second = (p * kappa0 + off * e0, kappa0) if row == 0 else (g * kappa0 + d * e0, e0)
+        kappa0, sigma2 = np.asarray(kappa0, float), np.asarray(sigma2, float)
+        e = 1 / kappa0 + c0 / sigma2 / sigma2 / kappa0
+        first, second = (p + off * e, 1.0) if row == 0 else (g + d * e, e)
         plus = (first - lam_m * second) / root
         minus = (lam_p * second - first) / root
-        value = np.exp(L * np.log1p(delta)) * (plus + r**L * minus)
-        return value if row == 0 else sigma2**2 * (value - 1)
+        scaled, growth = plus + r**L * minus, np.exp(L * np.log1p(delta))
+        value = (kappa0 * scaled) * growth
+        # L = 0 is the input itself (the spectral terms cancel to e0 there: c_0 = 1 came back as -1 at kappa0 = 1.8e308)
+        if row == 0:
+            return np.where(L == 0, kappa0, value)
+        # c_L = sigma2² (e_L - 1); where e_L overflows, c_L ~ sigma2² kappa0 scaled growth may still be a double
+        big = power_product([(sigma2, 2), (kappa0, 1), (np.abs(scaled), 1), (growth, 1)], np.sign(scaled))
+        return np.where(L == 0, c0, np.where(np.isfinite(value), sigma2 * (sigma2 * (value - 1)), big))
+    return kernel
+
+
+def _mp_after(row):
+    """kappa_L (row 0) or c_L (row 1) in mpmath as M^L m0 by repeated squaring of the raw-moment map M (every entry
+    >= 0, m0 >= 0: no cancellation, unlike the spectral form, whose two terms cancel to 1e-308 at kappa0 = 1.8e308,
+    where two precisions both gave 0 for c_0 = 1)."""
+    def kernel(L, w, a, kappa_w, kappa0, c0, sigma2):
+        u = (1 + a**4) / (1 + a * a) ** 2
+        mat = mpmath.matrix([[2 * u * kappa_w / w, 3 * (w - 1) / w], [2 * u / w, (w - 1) / w]])
+        vec = mpmath.matrix([kappa0, 1 + c0 / sigma2**2])
+        n = int(L)
+        while n:
+            if n & 1:
+                vec = mat * vec
+            mat, n = mat * mat, n >> 1
+        return vec[0] if row == 0 else sigma2**2 * (vec[1] - 1)
     return kernel
 
 
@@ -230,13 +257,13 @@ register(ClosedForm(
     (L, W, A, KAPPA_W, KAPPA0, C0, SIGMA2),
     Provenance(THESIS, "Prop. 4.3, Thm. 4.7", "closed form of [A^L k0]_1 via the spectral projectors of the 2x2 "
                f"raw-moment map; kernel: lam_+^L[(P+m0)_1 + r^L (P-m0)_1], r = lam_-/lam_+; {_HYPOTHESES}"),
-    expr=KAPPA_AFTER, conditions=(_KW_COND, *_INPUT_CONDS), kernel=_after_kernel(0)))
+    expr=KAPPA_AFTER, conditions=(_KW_COND, *_INPUT_CONDS), kernel=_after_kernel(0), mp_kernel=_mp_after(0)))
 register(ClosedForm(
     "kurtosis.c_after", "Cov[y_i^2, y_j^2] of two output units after L layers of constant width w >= 2.",
     (L, W, A, KAPPA_W, KAPPA0, C0, SIGMA2),
     Provenance(THESIS, "Prop. 4.3 (second row), iterated", _HYPOTHESES),
     expr=C_AFTER, conditions=(_KW_COND, Condition(sp.Ge(w, 2), "w >= 2 (two units needed)"), *_INPUT_CONDS),
-    kernel=_after_kernel(1)))
+    kernel=_after_kernel(1), mp_kernel=_mp_after(1)))
 
 _IID = ("exact for n iid draws; the n outputs of ONE network share its weights and are not independent, so in the "
         "thesis Fig. 1 setting this is an approximation (validation/checks_kurtosis.py measures the gap)")

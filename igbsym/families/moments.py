@@ -95,13 +95,37 @@ def poincare_ratio(activation, a=a_):
     return ((1 + s**2) / 2) / ((1 + s**2) / 2 - (1 - s) ** 2 / (2 * sp.pi))
 
 
+def _homogeneous_excess(activation, a):
+    """p - 1 = (1 - s)²/(π (1 + s²) - (1 - s)²) for φ(x) = x⁺ − s x⁻, without overflow or cancellation at any slope:
+    numerator and denominator divided by m² (m = max(1, |s|), t = s/m), the denominator written as the quadratic
+    (π - 1)(t² + 1/m²) + 2t/m >= (π - 2)(t² + 1/m²) >= π - 2 (|t| = 1 or m = 1), so nothing cancels."""
+    s = np.asarray(a if activation == "leaky_relu" else (0.0 if activation == "srelu" else HOMOGENEOUS[activation]),
+                   dtype=float)
+    m = np.maximum(1.0, np.abs(s))
+    t = s / m
+    den = (np.pi - 1) * (t * t + 1 / (m * m)) + 2 * t / m
+    return (1 / m - t) ** 2 / den
+
+
+def _homogeneous_kernel(kind):
+    """rate = log(p)/2 = log1p(p - 1)/2, exponent = (p - 1)/2, from _homogeneous_excess (the lambdified
+    log(p)/2 gave NaN at a = -1.8e308, where a² overflows)."""
+    def kernel(activation, a):
+        x = _homogeneous_excess(activation, a) + np.zeros(np.shape(a))
+        out = np.log1p(x) / 2 if kind == "rate" else x / 2
+        return out[()] if np.ndim(out) == 0 else out
+    return kernel
+
+
 def _numeric_p(activation, backend):
     from ..sensitivity import act_noise_factor
     op = Act(activation)
 
     def np_fn(a):
-        var = get("activation.var").numpy(activation=activation, sigma=1.0, a=a)
-        return np.asarray(act_noise_factor(op, np.ones(np.shape(a)), "numpy"), float) / var
+        """p does not depend on a for a smooth activation: one scalar evaluation, broadcast (an array call then
+        equals the scalar call bit for bit; the quadrature's matrix product rounds differently by batch size)."""
+        var = get("activation.var").numpy(activation=activation, sigma=1.0)
+        return np.full(np.shape(a), float(act_noise_factor(op, np.ones(()), "numpy")) / float(var))
 
     def mp_fn(a):
         var = get("activation.var").mp(mpmath.mp.dps, activation=activation, sigma=1, a=a)
@@ -133,11 +157,11 @@ register(ClosedForm(
     (ACT_ALL, A_PARAM),
     Provenance(LABATIE, "Thm 3 (BN feedforward nets: exploding sensitivity)",
                "rate (1/2) log p exactly per layer from layer 2 on in the width limit (derivations/moments.py)"),
-    builder=_rate_case("rate")))
+    builder=_rate_case("rate"), kernel=_homogeneous_kernel("rate")))
 register(ClosedForm(
     "moments.bn_resnet_exponent", "Power-law exponent beta of chi ~ L^beta for batch-normalised pre-activation "
                                   "ResNets x + alpha Dense(phi(BN(x))): beta = (p - 1)/2, any alpha > 0.",
     (ACT_ALL, A_PARAM),
     Provenance(LABATIE, "Sec. 7 (BN ResNets: power-law rather than exponential evolution)",
                "new: from V_l growing linearly and log nu_L = p log L + O(1) (derivations/moments.py)"),
-    builder=_rate_case("exponent")))
+    builder=_rate_case("exponent"), kernel=_homogeneous_kernel("exponent")))

@@ -13,7 +13,7 @@ from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
 from ..functions import mp_ncdf
-from ..gaussian import mp_expect, split_expect
+from ..gaussian import mp_split_expect, split_expect, split_var
 from ..numerics import power_product
 from ..registry import register
 
@@ -42,15 +42,20 @@ def relu_moment(n: int, m=mu, s=sigma) -> sp.Expr:
     if n == 0:
         return sp.S.One
     t = m / s
-    prev, cur = Phi(t), m * Phi(t) + s * phi(t)
+    # T_j = A_j Φ(t) + B_j φ(t): the recursion runs on the polynomial coefficients (sp.Poly), not on the expanded
+    # expression (whose expand took 18 s at n = 20 and minutes at n = 60; a domain-test point timed out building it)
+    poly = lambda e: sp.Poly(e, m, s)  # noqa: E731
+    a_prev, a_cur, b_prev, b_cur = poly(1), poly(m), poly(0), poly(s)
     for j in range(2, n + 1):
-        prev, cur = cur, m * cur + (j - 1) * s**2 * prev
-    return sp.collect(sp.expand(cur), [Phi(t), phi(t)])
+        a_prev, a_cur = a_cur, poly(m) * a_cur + (j - 1) * poly(s**2) * a_prev
+        b_prev, b_cur = b_cur, poly(m) * b_cur + (j - 1) * poly(s**2) * b_prev
+    return sp.collect(sp.expand(a_cur.as_expr() * Phi(t) + b_cur.as_expr() * phi(t)), [Phi(t), phi(t)])
 
 
 RELU_MEAN = relu_moment(1)
 RELU_VAR = sp.collect(sp.expand(relu_moment(2) - RELU_MEAN**2), [Phi(mu / sigma)])
 _SQ2PI = np.sqrt(2 * np.pi)
+_SQ2PI_INV = 1 / _SQ2PI
 
 
 def _mills(t):
@@ -280,6 +285,27 @@ _NONZERO = (Condition(sp.Ne(alpha, 0), "alpha != 0 (alpha = 0 gives ReLU(0) = 0 
 LEMMA_F1_NOTE = ("Lemma F.1 claims E[ReLU(aX)] = a E[ReLU(X)] and Var[ReLU(aX)] = a^2 Var[ReLU(X)] for every real "
                  "a; the mean identity holds iff a >= 0, the variance identity iff a >= 0 or mu = 0 "
                  "(derivations/rectified.py proves both)")
+
+
+def _scaled_var_kernel(alpha, mu, sigma):
+    """Var[ReLU(alpha X)] = r² Var[ReLU(Y)], Y ~ N(sign(alpha) 2^k mu, (2^k sigma)²), |alpha| = r 2^k (r >= 1, k as
+    large as keeps 2^k mu finite where mu/sigma is): the power-of-two scaling keeps t = mu/sigma exactly and lets the
+    kernel (logs in the deep tail) see nearly the true scale |alpha| sigma (alpha = -1.8e308, sigma = 5e-324 is
+    7.9e-31, but sigma² underflowed first: 0). Where 2^k sigma is not a normal double, alpha² Var[ReLU(sign(alpha) X)]
+    as before."""
+    alpha, mu, sigma = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (alpha, mu, sigma)))
+    k = np.frexp(np.abs(alpha))[1] - 1
+    finite_t = np.isfinite(mu / sigma)   # then 2^k mu must stay finite too (else t would change): k capped
+    k = np.where(finite_t, np.minimum(k, 1022 - np.frexp(np.maximum(np.abs(mu), sigma))[1]), k)
+    r = np.ldexp(np.abs(alpha), -k)
+    scaled_sigma = np.ldexp(sigma, k)
+    ok = np.isfinite(scaled_sigma) & (scaled_sigma >= np.finfo(float).tiny) & np.isfinite(r)
+    direct = np.abs(alpha) * (np.abs(alpha) * _var_kernel(np.sign(alpha) * mu, sigma))
+    scaled = r * (r * _var_kernel(np.sign(alpha) * np.ldexp(mu, k), np.where(ok, scaled_sigma, 1.0)))
+    scaled = np.where(ok, scaled, 0.0)   # (r = inf times 0 where ok is false)
+    return np.where(ok, scaled, direct)
+
+
 register(ClosedForm(
     "rectified.scaled_mean", "E[ReLU(alpha X)] for X ~ N(mu, sigma^2): the true form of Lemma F.1 (any real alpha).",
     (ALPHA, MU, SIGMA), Provenance(NORM, "Lemma F.1, Eqs. 83, 87-89", LEMMA_F1_NOTE),
@@ -290,7 +316,7 @@ register(ClosedForm(
     "rectified.scaled_var", "Var[ReLU(alpha X)] for X ~ N(mu, sigma^2): the true form of Lemma F.1 (any real alpha).",
     (ALPHA, MU, SIGMA), Provenance(NORM, "Lemma F.1, Eqs. 84, 90", LEMMA_F1_NOTE),
     expr=_scaled_var, conditions=_NONZERO,
-    kernel=lambda alpha, mu, sigma: np.abs(alpha) * (np.abs(alpha) * _var_kernel(np.sign(alpha) * mu, sigma)),
+    kernel=lambda alpha, mu, sigma: _scaled_var_kernel(alpha, mu, sigma),
     mp_kernel=lambda alpha, mu, sigma: _mp_var(alpha * mu, abs(alpha) * sigma)))
 
 # --- leaky ReLU, zero-mean symmetric input (any law) and Gaussian input ----------------------------------
@@ -318,6 +344,11 @@ def _leaky_var(a, sigma):
     return power_product([(s, 2), (sigma, 2)], q / (2 * np.pi))
 
 
+def _leaky_mean(a, sigma):
+    """(1 − a)σ/√(2π) as sign(1 − a)·|1 − a|·σ by power_product (a = -1.8e308 with σ = 5e-324 is 3.5e-16)."""
+    return np.sign(1 - a) * power_product([(np.abs(1 - a), 1), (sigma, 1)], 1 / np.sqrt(2 * np.pi))
+
+
 register(ClosedForm(
     "leaky.m2", "E[phi_a(x)^2] for zero-mean symmetric x with variance sigma^2 (any law).", (A, SIGMA),
     Provenance(THESIS, "second-moment lemma before Lemma 4.1"), expr=(1 + a**2) * sigma**2 / 2,
@@ -332,7 +363,7 @@ register(ClosedForm(
 register(ClosedForm(
     "leaky.mean", "E[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
     Provenance(IGB, "Eq. 78 generalised to slope a"), expr=(1 - a) * sigma / sp.sqrt(2 * sp.pi),
-    kernel=lambda a, sigma: np.sign(1 - a) * power_product([(np.abs(1 - a), 1), (sigma, 1)], 1 / np.sqrt(2 * np.pi))))
+    kernel=_leaky_mean))
 register(ClosedForm(
     "leaky.var", "Var[phi_a(X)] for X ~ N(0, sigma^2).", (A, SIGMA),
     Provenance(IGB, "Eq. 78 generalised to slope a"),
@@ -345,6 +376,29 @@ _EXACT_MEAN = {
     "tanh": sp.S.Zero, "erf": sp.S.Zero, "sigmoid": sp.S.Half, "srelu": sp.S.Zero,
     "gelu": _s / sp.sqrt(2 * sp.pi) / sp.sqrt(1 + _s**-2),  # = σ²/sqrt(2π(1+σ²)), no σ² overflow
 }
+_EXACT_MEAN_NP = {  # NumPy kernels of _EXACT_MEAN / _EXACT_VAR over the whole double range (no σ², a² overflow)
+    "relu": lambda s, a: s * _SQ2PI_INV, "leaky_relu": lambda s, a: _leaky_mean(a, s),
+    "identity": lambda s, a: 0 * s, "tanh": lambda s, a: 0 * s, "erf": lambda s, a: 0 * s, "srelu": lambda s, a: 0 * s,
+    "sigmoid": lambda s, a: 0 * s + 0.5,
+    "gelu": lambda s, a: np.where(s < 1, s * (s / np.sqrt(1 + s * s)), s / np.sqrt(1 + 1 / (s * s))) * _SQ2PI_INV,
+}
+_EXACT_VAR_NP = {
+    "relu": lambda s, a: power_product([(s, 2)], (np.pi - 1) / (2 * np.pi)),
+    "srelu": lambda s, a: power_product([(s, 2)], (np.pi - 1) / (2 * np.pi)),
+    "leaky_relu": lambda s, a: _leaky_var(a, s), "identity": lambda s, a: power_product([(s, 2)]),
+    # (2/π) asin(2σ²/(1 + 2σ²)) = (2/π) atan2(2σ, sqrt(1/σ² + 4)): no σ² overflow (NaN from σ = 1.3e154) and no
+    # asin(1 − ε) cancellation at large σ
+    "erf": lambda s, a: 2 / np.pi * np.arctan2(2 * s, np.hypot(1 / s, 2.0)),
+}
+
+
+def _exact_kernel(table):
+    def kernel(activation, sigma, a):
+        sigma, a = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))
+        return table[activation](sigma, a)
+    return kernel
+
+
 _EXACT_VAR = {
     "relu": _s**2 * (sp.pi - 1) / (2 * sp.pi), "srelu": _s**2 * (sp.pi - 1) / (2 * sp.pi),
     "leaky_relu": sp.factor((1 + a**2) * _s**2 / 2 - (1 - a)**2 * _s**2 / (2 * sp.pi)),
@@ -362,7 +416,6 @@ def _defining(act, power: int):
                        (_x, -sp.oo, sp.oo))
 
 
-_SQ2PI_INV = 1 / np.sqrt(2 * np.pi)
 _e = special.expit
 #: activation -> (mean integrand, its remainder beyond the far field, far-field mean (σ)) and the same for the
 #: integrand of the centred second moment; every integrand is the even part of the exact one (the odd part
@@ -380,12 +433,26 @@ _SMOOTH = {
     "sigmoid": (None, (lambda x: np.tanh(x / 2) ** 2 / 4, lambda x: -1 / (4 * np.cosh(x / 2) ** 2),
                        lambda s: np.full_like(s, 0.25))),
 }
-_MP_EVEN = {  # the same even integrands in mpmath: (mean, second moment); sigmoid's second is of sigmoid - 1/2
-    "silu": (lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: (x / (1 + mpmath.exp(-x))) ** 2),
-    "gelu": (lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: (x * mp_ncdf(x)) ** 2),
-    "tanh": (None, lambda x: mpmath.tanh(x) ** 2),
-    "sigmoid": (None, lambda x: mpmath.tanh(x / 2) ** 2 / 4),
+_mp_e = lambda x: 1 / (1 + mpmath.exp(-x))  # noqa: E731
+_MP_EVEN = {  # the same even integrands in mpmath, (mean, second moment), each as (integrand, remainder, far mean);
+    #           sigmoid's second is of sigmoid - 1/2
+    "silu": ((lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: -abs(x) * _mp_e(-abs(x)), lambda s: s / _mp_sq2pi()),
+             (lambda x: (x * _mp_e(x)) ** 2,
+              lambda x: -x * x * _mp_e(-x) * (1 + _mp_e(x)) if x > 0 else (x * _mp_e(x)) ** 2, lambda s: s * s / 2)),
+    "gelu": ((lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: -abs(x) * mp_ncdf(-abs(x)),
+              lambda s: s / _mp_sq2pi()),
+             (lambda x: (x * mp_ncdf(x)) ** 2,
+              lambda x: -x * x * mp_ncdf(-x) * (1 + mp_ncdf(x)) if x > 0 else (x * mp_ncdf(x)) ** 2, lambda s: s * s / 2)),
+    "tanh": (None, (lambda x: mpmath.tanh(x) ** 2, lambda x: -mpmath.sech(x) ** 2, lambda s: mpmath.mpf(1))),
+    "sigmoid": (None, (lambda x: mpmath.tanh(x / 2) ** 2 / 4, lambda x: -mpmath.sech(x / 2) ** 2 / 4,
+                       lambda s: mpmath.mpf(1) / 4)),
 }
+
+
+def _mp_sq2pi():
+    return mpmath.sqrt(2 * mpmath.pi)
+
+
 SMOOTH_ERROR = ("fixed composite Gauss-Legendre grids, cost independent of sigma: z-grid (panel 0.05) for sigma <= 8, "
                 "closed-form far field + x-grid of the exponentially small remainder on [-45, 45] (panel 0.4) for "
                 "sigma > 8; even-part integrands: relative error <= 1e-12 for every sigma > 0")
@@ -403,15 +470,18 @@ def _numeric_moment(act: str, centred: bool) -> NumericRoute:
         sigma = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))[0]
         if not centred:
             return np_mean(sigma)
-        second = split_expect(*second_spec, sigma)
-        return second if mean_spec is None else second - np_mean(sigma) ** 2
+        return split_expect(*second_spec, sigma) if mean_spec is None else split_var(mean_spec, second_spec, sigma)
 
     def mp_route(sigma, a):
         scale = min(mpmath.mpf(sigma) ** 2, 1)   # every even integrand is O(x²) at 0 (see mp_expect)
         if not centred:
-            return mp_expect(mp_mean, sigma, scale)
-        second = mp_expect(mp_second, sigma, scale)
-        return second if mp_mean is None else second - mp_expect(mp_mean, sigma, scale) ** 2
+            return mp_split_expect(*mp_mean, sigma, scale)
+        second = mp_split_expect(*mp_second, sigma, scale)
+        if mp_mean is None:
+            return second
+        s = mpmath.mpf(sigma)   # GELU's mean has a closed form (_EXACT_MEAN): half the quadratures
+        mean = s * s / mpmath.sqrt(2 * mpmath.pi * (1 + s * s)) if act == "gelu" else mp_split_expect(*mp_mean, s, scale)
+        return second - mean**2
 
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
     return NumericRoute(np_route, mp_route, "quadrature", SMOOTH_ERROR, defining)
@@ -428,8 +498,8 @@ def _var_case(activation):
 register(ClosedForm(
     "activation.mean", "E[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
     (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); App. G (antisymmetric: 0)"),
-    builder=_mean_case))
+    builder=_mean_case, kernel=_exact_kernel(_EXACT_MEAN_NP)))
 register(ClosedForm(
     "activation.var", "Var[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
     (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); erf: Williams (1997) arcsine kernel"),
-    builder=_var_case))
+    builder=_var_case, kernel=_exact_kernel(_EXACT_VAR_NP)))

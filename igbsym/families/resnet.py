@@ -78,7 +78,9 @@ def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"
 
 RANGE = (Condition(sp.Le(alpha_, SCALE_MAX), "alpha <= 1e30 (the double range of the NumPy route)"),
          Condition(sp.And(sp.Le(sw_, SCALE_MAX), sp.Ge(sw_, sp.Rational(1, SCALE_MAX))),
-                   "1e-30 <= sigma_w <= 1e30 (the double range of the NumPy route)"))
+                   "1e-30 <= sigma_w <= 1e30 (the double range of the NumPy route)"),
+         Condition(sp.Le(sp.Abs(a_), SCALE_MAX), "|a| <= 1e30 (the double range of the NumPy route: (1 + a^2) q "
+                                                 "overflowed to NaN at a = -1.8e308)"))
 
 register(ClosedForm(
     "resnet.gamma", "gamma of a linear readout after L residual blocks x + alpha F(x) (infinite width, N(0, I) "
@@ -106,4 +108,6 @@ register(ClosedForm(
     Provenance(SOURCE, "Sec. 6 (residual propagation; no formula in the seeds)",
                "new: derivations/resnet.py; homogeneity makes the map independent of q once m is in units of sqrt(q)"),
     builder=corr_map_expr,
-    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),) + RANGE))
+    conditions=(Condition(sp.Le(sp.Abs(c_), 1), "-1 <= c <= 1"),
+                Condition(sp.Le(sp.Abs(m_), 1), "-1 <= m <= 1 (E[x_i]^2 <= E[x_i^2]; beyond, the map has a pole, "
+                                               "e.g. near m = -1.88 for alpha sigma_w = 1)")) + RANGE))
