@@ -104,7 +104,7 @@ def _homogeneous_excess(activation, a):
     m = np.maximum(1.0, np.abs(s))
     t = s / m
     den = (np.pi - 1) * (t * t + 1 / (m * m)) + 2 * t / m
-    return (1 / m - t) ** 2 / den
+    return ((1 - s) / m) ** 2 / den   # 1 - s is exact near s = 1 (1/m - t cancelled: 9e-11 at a = 1 + 1.2e-6)
 
 
 def _homogeneous_kernel(kind):
