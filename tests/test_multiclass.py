@@ -11,7 +11,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import igbsym
-from igbsym.errors import InputError
+from igbsym.errors import InputError, NumericalError
+from igbsym.registry import get
 from igbsym.families import multiclass as fam
 
 get = igbsym.get
@@ -224,3 +225,52 @@ def test_cli_bad_input_is_one_line_and_exit_2(args):
         code = main(["eval", *args])
     assert code == 2 and "Traceback" not in err.getvalue()
     assert len((err.getvalue() + out.getvalue()).strip().splitlines()) == 1, err.getvalue()
+
+
+# --- domain-sweep regressions (issue 17): C = 2 p_empty at small gamma, var at huge gamma, p_empty >= 0 -------------
+def _p_empty_binary_reference(gamma, D, dps=40):
+    """int phi(z) Phi(-s z)^D dz by mpmath quadrature, split densely around the log-integrand's mode (mpmath's own
+    root of its derivative), independent of the library's z and t rules."""
+    mpmath.mp.dps = dps
+    s = mpmath.sqrt(mpmath.mpf(gamma))
+    slope = lambda z: -z - D * s * mpmath.npdf(-s * z) / mpmath.ncdf(-s * z)  # noqa: E731
+    z0 = mpmath.findroot(slope, (-D * s - 1, mpmath.mpf(0)), solver="anderson")
+    w = 1 / mpmath.sqrt(1 + gamma * D)
+    f = lambda z: mpmath.exp(-z * z / 2 + D * mpmath.log(mpmath.ncdf(-s * z))) / mpmath.sqrt(2 * mpmath.pi)  # noqa
+    return mpmath.quad(f, [z0 + k * w for k in range(-80, 81, 2)])
+
+
+@pytest.mark.parametrize("gamma,D", [(1e-8, 1), (1e-8, 100), (1e-4, 10), (0.01, 3), (0.01, 1000), (0.1, 7),
+                                     (0.15, 2000)])
+def test_p_empty_binary_small_gamma_against_quadrature(gamma, D):
+    """The t rule alone was 1.3 % off at gamma = 1e-8 (D = 1) and 4e-5 at gamma = 0.01 (D = 3), and returned 0 for
+    2^-100 at gamma = 1e-8, D = 100."""
+    got = get("multiclass.p_empty").numpy(gamma=gamma, C=2, D=D)
+    ref = _p_empty_binary_reference(gamma, D)
+    assert abs(got - ref) <= 1e-12 * ref, (got, ref)
+
+
+@pytest.mark.parametrize("D", [1, 10, 1000, 10**6, 10**9])
+def test_p_empty_binary_uniform_law_is_one_over_d_plus_one(D):
+    """gamma = 1: G_0 = Phi(Z) is uniform, so E[(1 - G)^D] = 1/(D + 1) exactly."""
+    assert get("multiclass.p_empty").numpy(gamma=1.0, C=2, D=D) == pytest.approx(1 / (D + 1), rel=1e-13)
+
+
+def test_p_empty_binary_raises_where_neither_rule_is_accurate():
+    with pytest.raises(NumericalError):
+        get("multiclass.p_empty").numpy(gamma=0.01, C=2, D=10**9)
+
+
+@pytest.mark.parametrize("gamma", [1e-300, 1e-8, 0.3, 1e8, 4.9e306, 1.7e308])
+def test_var_binary_exact_over_the_double_range(gamma):
+    """C = 2: Var G_0 = asin(gamma/(1 + gamma))/(2 pi) (derivations/multiclass.py), at 40 digits; NaN at 4.9e306
+    before."""
+    mpmath.mp.dps = 40
+    g = mpmath.mpf(gamma)
+    ref = mpmath.asin(g / (1 + g)) / (2 * mpmath.pi)
+    assert abs(get("multiclass.var").numpy(gamma=gamma, C=2) - ref) <= 2e-16 * ref
+
+
+def test_p_empty_is_a_probability_at_huge_d():
+    """The control variate pushed the RQMC mean below 0 (-0.0086 at gamma = 1, C = 3, D = 1e9)."""
+    assert 0.0 <= get("multiclass.p_empty").numpy(gamma=1.0, C=3, D=10**9) <= 1.0
