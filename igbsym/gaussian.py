@@ -90,6 +90,12 @@ def split_var(mean_spec, second_spec, sigma):
     return out[()] if out.ndim == 0 else out
 
 
+def _mp_density(sigma):
+    """x -> the N(0, σ²) density, in mpmath."""
+    norm = sigma * mpmath.sqrt(2 * mpmath.pi)
+    return lambda x: mpmath.exp(-(x / sigma) ** 2 / 2) / norm
+
+
 MP_SPLIT_FROM = 8   # sigma above which mp_split_expect integrates the remainder in x
 
 
@@ -102,7 +108,7 @@ def mp_split_expect(f, remainder, far_mean, sigma, scale=1):
     sigma = mpmath.mpf(sigma)
     if sigma <= MP_SPLIT_FROM:
         return mp_expect(f, sigma, scale)
-    dens = lambda x: mpmath.exp(-(x / sigma) ** 2 / 2) / (sigma * mpmath.sqrt(2 * mpmath.pi))  # noqa: E731
+    dens = _mp_density(sigma)
     edges = [mpmath.mpf(2) ** k for k in range(-2, 8)]
     pts = [-mpmath.inf] + [-e for e in reversed(edges)] + [mpmath.mpf(0)] + edges + [mpmath.inf]
     return far_mean(sigma) + mpmath.quad(lambda x: remainder(x) * dens(x), pts)
@@ -117,5 +123,5 @@ def mp_expect(f, sigma, scale=1):
     sigma, scale = mpmath.mpf(sigma), mpmath.mpf(scale)
     pts = [-mpmath.inf] + [sigma * t for t in range(-14, 15)] + [mpmath.inf]
     pts = sorted(set(pts + [mpmath.mpf(t) for t in range(-8, 9)]), key=lambda v: v)
-    dens = lambda x: mpmath.exp(-(x / sigma) ** 2 / 2) / (sigma * mpmath.sqrt(2 * mpmath.pi))  # noqa: E731
+    dens = _mp_density(sigma)
     return mpmath.quad(lambda x: f(x) * dens(x) / scale, pts) * scale

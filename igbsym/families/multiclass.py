@@ -362,6 +362,11 @@ D6_SUP = 0.4456          # >= sup_x |d^6/dx^6 log Phi(x)| (0.445478 at x = 1.949
 BINNED_FROM = 10         # the binned route for C >= BINNED_FROM; below it saves nothing (measured: equal at C = 8)
 
 
+def inverse_mills(x):
+    """lam(x) = phi(x)/Phi(x) = (log Phi)'(x), through log_ndtr (no underflow of Phi in the lower tail)."""
+    return np.exp(-x * x / 2 - special.log_ndtr(x)) / _SQ2PI
+
+
 def log_phi_derivatives(x: np.ndarray, n: int) -> np.ndarray:
     """[n + 1, len(x)]: f^(k)(x) for f = log Phi, k = 0..n. f' = lam = phi/Phi (the inverse Mills ratio of -x) and
     lam' = -lam (x + lam), so f^(k) = P_k(x, lam) with P_1 = lam, P_(k+1) = dP_k/dx - lam (x + lam) dP_k/dlam
@@ -370,7 +375,7 @@ def log_phi_derivatives(x: np.ndarray, n: int) -> np.ndarray:
     cancellation (k <= 6; measured against mpmath), which the moments they multiply (<= (h/2)^k/k! each) make
     < 1e-17 in log H."""
     x = np.asarray(x, float)
-    lam = np.exp(-x * x / 2 - special.log_ndtr(x)) / _SQ2PI
+    lam = inverse_mills(x)
     out, c = [special.log_ndtr(x), lam], np.array([[0.0, 1.0]])
     for _ in range(n - 1):
         nx, nl = c.shape
@@ -692,11 +697,8 @@ def _p_empty_binary_z(gamma, D):
     over z0 +- 40 is accurate to rounding (f <= f(z0) exp(-(z - z0)^2/2) bounds the cut tails by e^-800)."""
     s = math.sqrt(gamma)
 
-    def slope(z):
-        x = -s * z
-        return -z - D * s * math.exp(-x * x / 2 - special.log_ndtr(x)) / _SQ2PI
-
-    z0 = 0.0 if s == 0 else optimize.brentq(slope, -0.8 * D * s - 1.0, 0.0, xtol=1e-12, rtol=1e-15)
+    z0 = 0.0 if s == 0 else optimize.brentq(lambda z: -z - D * s * inverse_mills(-s * z), -0.8 * D * s - 1.0, 0.0,
+                                             xtol=1e-12, rtol=1e-15)
     h = 0.1 / math.sqrt(1.0 + gamma * D)
     z = z0 + h * np.arange(-math.ceil(40 / h), math.ceil(40 / h) + 1)
     log_f = -z * z / 2 + D * special.log_ndtr(-s * z)
