@@ -12,7 +12,8 @@ maximum, or 10^30 when it has none, on a log scale) — and checks, at each poin
   accuracy checked (a reference route that is itself wrong undermines everything that trusts it). The pair was
   50/100 digits; the quadrature routes' cost grows steeply with the digits (maxpool, activation and depth at 100
   digits: > 20 s a point), and 30/50 agreeing to 1e-20 is as honest a convergence proof for a 1e-12 check.
-* each point has a time limit (POINT_SECONDS, SIGALRM); exceeding it is a failure ("timeout"), never a skip.
+* each point has a limit of POINT_SECONDS of CPU time (SIGPROF, so a loaded machine does not fail a point; a hang
+  fails after WALL_FACTOR x that of wall time); exceeding it is a failure ("timeout"), never a skip.
 * cases: for forms with several structural switches, the covering set (every value of every switch at least once)
   plus up to MAX_CASES spread over the full product (tests/cases.py, shared with test_registry_kernels.py); for
   each case, Hypothesis draws random points and ``test_every_corner_of_the_declared_domain`` checks every
@@ -56,7 +57,7 @@ DBL_MAX = float(np.finfo(float).max)
 TINY = 1e-300            # below this magnitude values are compared absolutely (TINY·rel)
 REF_DPS = (30, 50)       # the reference: mp at these two precisions must agree to CONVERGED
 CONVERGED = mpmath.mpf("1e-20")   # 8 orders below the loosest checked accuracy (1e-12): a converged reference
-# per-point time limit (NumPy + both mp references + the array call); exceeding it fails
+# per-point CPU-time limit (NumPy + both mp references + the array call); exceeding it fails
 POINT_SECONDS = float(os.environ.get("IGBSYM_DOMAIN_POINT_SECONDS", 30))
 UNBOUNDED_INT = 10**30   # largest drawn value of an integer parameter with no maximum
 
@@ -253,25 +254,36 @@ class Outcome:
 
 
 class PointTimeout(BaseException):
-    """A point exceeded POINT_SECONDS (a BaseException, so no library ``except Exception`` can swallow it)."""
+    """A point exceeded its time limit (a BaseException, so no library ``except Exception`` can swallow it)."""
+
+
+WALL_FACTOR = 10   # a point also fails after WALL_FACTOR x its CPU limit of wall time (a hang uses no CPU)
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float):
-    """Raise PointTimeout in the main thread after ``seconds`` (SIGALRM; no limit where that is unavailable)."""
+    """Raise PointTimeout in the main thread after ``seconds`` of this process's CPU time (SIGPROF: the cost of the
+    point, independent of how many other processes share the machine) or WALL_FACTOR x that of wall time (SIGALRM);
+    no limit where interval timers are unavailable."""
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_alarm(*_):
-        raise PointTimeout(f"point took longer than {seconds:g} s")
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def on_cpu(*_):
+        raise PointTimeout(f"point took longer than {seconds:g} s of CPU")
+
+    def on_wall(*_):
+        raise PointTimeout(f"point took longer than {WALL_FACTOR * seconds:g} s of wall time")
+    previous = signal.signal(signal.SIGPROF, on_cpu), signal.signal(signal.SIGALRM, on_wall)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, WALL_FACTOR * seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous[0])
+        signal.signal(signal.SIGALRM, previous[1])
 
 
 def check_point(form, case: dict, point: dict, other: dict | None = None, seconds: float = POINT_SECONDS) -> Outcome:
@@ -423,6 +435,21 @@ def test_show_and_list_state_every_forms_accuracy_and_domain(capsys):
         assert main(["show", form.name]) in (0, None)
         out = capsys.readouterr().out
         assert f"accuracy: {form.accuracy}" in out and f"domain: {form.domain_text()}" in out, form.name
+
+
+def test_point_time_limit_counts_cpu_and_catches_a_hang():
+    """The per-point limit fires on CPU spent (a busy loop) and, for a point that waits without using CPU, on
+    WALL_FACTOR x the limit of wall time; both leave the timers off afterwards."""
+    start = time.process_time()
+    with pytest.raises(PointTimeout, match="CPU"):
+        with time_limit(0.2):
+            while True:
+                pass
+    assert 0.2 <= time.process_time() - start < 2
+    with pytest.raises(PointTimeout, match="wall"):
+        with time_limit(0.03):
+            time.sleep(5)
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) == signal.getitimer(signal.ITIMER_REAL)
 
 
 def test_dps_is_capped_with_a_clear_message():
