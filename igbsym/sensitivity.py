@@ -20,6 +20,7 @@ and χ_l² = (ν_l/ν₀)/(μ₂,c(x_l)/μ₂,c(x₀)) with x₀ ~ N(0, I) data 
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import mpmath
@@ -51,10 +52,20 @@ def act_noise_factor(op: Act, q, backend: str):
         raise InputError(f"E[phi'(u)^2] for activation {op.name} has no closed form (use the numpy or mpmath route)")
     if backend == "mpmath":
         return +_mp_noise_factor(op.name, q, mpmath.mp.dps)
-    d = _derivative(op.name, NUMPY_MODULES)
     q = np.asarray(q, float)
+    if q.ndim == 0:
+        return _np_noise_factor(op.name, float(q))
+    d = _derivative(op.name, NUMPY_MODULES)
     z, w = _nodes(min(0.25, 0.4 / max(float(np.sqrt(q.max())), 1e-300)))   # φ' varies on the scale 1 (poles ≥ π/2)
     return (d(np.sqrt(q)[..., None] * z) ** 2) @ w
+
+
+@lru_cache(maxsize=4096)
+def _np_noise_factor(name: str, q: float) -> np.float64:
+    """E[φ'(u)²] at one q (NumPy), cached like ``_mp_noise_factor``."""
+    d = _derivative(name, NUMPY_MODULES)
+    z, w = _nodes(min(0.25, 0.4 / max(math.sqrt(q), 1e-300)))   # φ' varies on the scale 1 (poles >= π/2)
+    return (d(math.sqrt(q) * z) ** 2) @ w
 
 
 @lru_cache(maxsize=4096)

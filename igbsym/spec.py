@@ -604,9 +604,16 @@ def _np_smooth(op, q, c, e):
     _check_q(q)
     out = np.empty((5,) + q.shape)
     for i in np.ndindex(q.shape):
-        out[(slice(None),) + i] = _np_smooth_point(op, f, derivs, float(q[i]), float(c[i]), float(e[i]), float(a[i]))
+        out[(slice(None),) + i] = _np_smooth_cached(op.name, float(q[i]), float(c[i]), float(e[i]), float(a[i]))
     S, c2, e2, M, d2 = out
     return State(S, c2, e2, M, False, d=d2)
+
+
+@lru_cache(maxsize=4096)
+def _np_smooth_cached(name, q, c, e, a):
+    """``_np_smooth_point`` memoised on its (exact float) arguments: a layer after a norm, or at a fixed point of
+    the block map, repeats its input state, so a deep path evaluates the quadrature once, not once a layer."""
+    return _np_smooth_point(Act(name, a), acts.get(name).numpy, _derivatives(name, "numpy"), q, c, e, a)
 
 
 def _np_smooth_point(op, f, derivs, q, c, e, a):
