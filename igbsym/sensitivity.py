@@ -111,21 +111,27 @@ def noise_factor(op, s: State, backend: str = "numpy"):
 
 def chi_path(ops, backend: str = "numpy") -> list:
     """[(state, χ)] after every op, from N(0, I) data with an isotropic input noise (χ₀ = 1). A scale-free path
-    is rescaled to q = 1 after every op with ν divided by the same factor (χ² = ν/(e q) is unchanged)."""
+    is rescaled to q = 1 after every op with ν divided by the same factor (χ² = ν/(e q) is unchanged). NumPy
+    carries √ν and forms χ = √ν/(√e √q): χ² overflowed at χ = 1.95e180 (bn_feedforward gelu, L = 3000)."""
     from .residual import rescaled, scale_free
     s, nu, out = input_state(backend), 1, []
     free = backend != "sympy" and scale_free(ops)
+    numpy = backend == "numpy"
     for op in ops:
-        nu = nu * noise_factor(op, s, backend)
+        factor = noise_factor(op, s, backend)
+        nu = nu * (np.sqrt(factor) if numpy else factor)          # NumPy: nu holds √ν
         s = op.map(s, backend)
         if free:
             s, factor = rescaled(s)
-            nu = nu / factor
-        if backend == "numpy" and np.any(np.asarray(s.e, float) < E_MIN):
-            # e q subnormal: χ² = ν/(e q) is a ratio of underflowed numbers (1.0 for 1.616 at resnet relu L = 1e4)
-            raise NumericalError(f"moments.sensitivity: 1 - c = {float(np.min(s.e)):.3g} < {E_MIN:g}: chi^2 = "
-                                 "nu/((1 - c) q) is a ratio of underflowed numbers in double precision (use --dps)")
+            nu = nu / (np.sqrt(factor) if numpy else factor)
+        if numpy:
+            if np.any(np.asarray(s.e, float) < E_MIN):
+                # e q subnormal: χ² = ν/(e q) was a ratio of underflowed numbers (1.0 for 1.616 at resnet relu L = 1e4)
+                raise NumericalError(f"moments.sensitivity: 1 - c = {float(np.min(s.e)):.3g} < {E_MIN:g}: chi^2 = "
+                                     "nu/((1 - c) q) is a ratio of underflowed numbers in double precision (use --dps)")
+            with np.errstate(over="ignore"):
+                out.append((s, nu / np.sqrt(s.e) / np.sqrt(s.q)))
+            continue
         chi2 = nu / (s.e * s.q)
-        out.append((s, sp.sqrt(chi2) if backend == "sympy" else (mpmath.sqrt(chi2) if backend == "mpmath"
-                                                                 else np.sqrt(chi2))))
+        out.append((s, sp.sqrt(chi2) if backend == "sympy" else mpmath.sqrt(chi2)))
     return out
