@@ -523,7 +523,8 @@ def _mp_homogeneous(op, q, c, e):
     r = slope_ratio(slope)
     t = 2 * mpmath.asin(mpmath.sqrt(e / 2))
     S = q * (1 + slope**2) / 2
-    M = (1 - slope) * mpmath.sqrt(q / (2 * mpmath.pi))
+    # √q/√(2π): the rounding of srelu's shift σ/√(2π), so at q = σ² E φ = 0 exactly (√(q/2π) left 1e-51 at 50 digits)
+    M = (1 - slope) * mpmath.sqrt(q) / mpmath.sqrt(2 * mpmath.pi)
     kc = r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi
     ke = e - r * _mp_sin_minus_tcos(t) / mpmath.pi
     spread = mpmath.mpf(0) if c == 0 else S * kc - M * M
