@@ -67,7 +67,14 @@ class Residual(Op):
     def _map(self, s: State, backend: str) -> State:
         if s.bn_batch is not None:
             _fail("Residual: a trunk of mini-batch BatchNorm outputs is not Gaussian (no width-limit law)")
-        return self._combine(s, compose(self.block, s, backend)[-1])
+        return self._combine(s, compose(self.block[self._start()], s, backend)[-1])
+
+    def _start(self) -> slice:
+        """The ops that determine the branch output: from the last full-batch BatchNorm on (its output (1, 0, 1, 0)
+        does not depend on its input, so the ops before it, e.g. a smooth φ whose nested quadrature has a range in
+        q, are not evaluated)."""
+        full = [i for i, op in enumerate(self.block) if isinstance(op, BatchNorm) and op.B is None]
+        return slice(full[-1] if full else 0, None)
 
     def sym(self, s):
         return self._map(s, "sympy")

@@ -20,15 +20,19 @@ and χ_l² = (ν_l/ν₀)/(μ₂,c(x_l)/μ₂,c(x₀)) with x₀ ~ N(0, I) data 
 """
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import mpmath
 import numpy as np
 import sympy as sp
 
 from . import activations as acts
-from .errors import InputError
+from .errors import InputError, NumericalError
 from .functions import MPMATH_MODULES, NUMPY_MODULES
 from .numerics import normal_nodes as _nodes
-from .spec import HOMOGENEOUS, Act, BatchNorm, Dense, LayerNorm, MaxPool, RMSNorm, State, input_state
+from .spec import (HOMOGENEOUS, Act, BatchNorm, Dense, LayerNorm, MaxPool, RMSNorm, State, E_MIN,
+                   input_state)
 
 
 
@@ -47,13 +51,31 @@ def act_noise_factor(op: Act, q, backend: str):
     if backend == "sympy":
         raise InputError(f"E[phi'(u)^2] for activation {op.name} has no closed form (use the numpy or mpmath route)")
     if backend == "mpmath":
-        d = _derivative(op.name, MPMATH_MODULES)
-        sd = mpmath.sqrt(q)
-        return mpmath.quad(lambda z: d(sd * z) ** 2 * mpmath.npdf(z), [-mpmath.inf, -5, 0, 5, mpmath.inf])
-    d = _derivative(op.name, NUMPY_MODULES)
+        return +_mp_noise_factor(op.name, q, mpmath.mp.dps)
     q = np.asarray(q, float)
+    if q.ndim == 0:
+        return _np_noise_factor(op.name, float(q))
+    d = _derivative(op.name, NUMPY_MODULES)
     z, w = _nodes(min(0.25, 0.4 / max(float(np.sqrt(q.max())), 1e-300)))   # φ' varies on the scale 1 (poles ≥ π/2)
     return (d(np.sqrt(q)[..., None] * z) ** 2) @ w
+
+
+@lru_cache(maxsize=4096)
+def _np_noise_factor(name: str, q: float) -> np.float64:
+    """E[φ'(u)²] at one q (NumPy), cached like ``_mp_noise_factor``."""
+    d = _derivative(name, NUMPY_MODULES)
+    z, w = _nodes(min(0.25, 0.4 / max(math.sqrt(q), 1e-300)))   # φ' varies on the scale 1 (poles >= π/2)
+    return (d(math.sqrt(q) * z) ** 2) @ w
+
+
+@lru_cache(maxsize=4096)
+def _mp_noise_factor(name: str, q, dps: int):
+    """E[φ'(u)²], u ~ N(0, q), at ``dps`` digits, cached: after a norm every layer has q = 1, so a deep batch-
+    normalised net evaluates the quadrature once, not once a layer."""
+    d = _derivative(name, MPMATH_MODULES)
+    with mpmath.workdps(dps):
+        sd = mpmath.sqrt(q)
+        return mpmath.quad(lambda z: d(sd * z) ** 2 * mpmath.npdf(z), [-mpmath.inf, -5, 0, 5, mpmath.inf])
 
 
 def noise_factor(op, s: State, backend: str = "numpy"):
@@ -89,17 +111,27 @@ def noise_factor(op, s: State, backend: str = "numpy"):
 
 def chi_path(ops, backend: str = "numpy") -> list:
     """[(state, χ)] after every op, from N(0, I) data with an isotropic input noise (χ₀ = 1). A scale-free path
-    is rescaled to q = 1 after every op with ν divided by the same factor (χ² = ν/(e q) is unchanged)."""
+    is rescaled to q = 1 after every op with ν divided by the same factor (χ² = ν/(e q) is unchanged). NumPy
+    carries √ν and forms χ = √ν/(√e √q): χ² overflowed at χ = 1.95e180 (bn_feedforward gelu, L = 3000)."""
     from .residual import rescaled, scale_free
     s, nu, out = input_state(backend), 1, []
     free = backend != "sympy" and scale_free(ops)
+    numpy = backend == "numpy"
     for op in ops:
-        nu = nu * noise_factor(op, s, backend)
+        factor = noise_factor(op, s, backend)
+        nu = nu * (np.sqrt(factor) if numpy else factor)          # NumPy: nu holds √ν
         s = op.map(s, backend)
         if free:
             s, factor = rescaled(s)
-            nu = nu / factor
+            nu = nu / (np.sqrt(factor) if numpy else factor)
+        if numpy:
+            if np.any(np.asarray(s.e, float) < E_MIN):
+                # e q subnormal: χ² = ν/(e q) was a ratio of underflowed numbers (1.0 for 1.616 at resnet relu L = 1e4)
+                raise NumericalError(f"moments.sensitivity: 1 - c = {float(np.min(s.e)):.3g} < {E_MIN:g}: chi^2 = "
+                                     "nu/((1 - c) q) is a ratio of underflowed numbers in double precision (use --dps)")
+            with np.errstate(over="ignore"):
+                out.append((s, nu / np.sqrt(s.e) / np.sqrt(s.q)))
+            continue
         chi2 = nu / (s.e * s.q)
-        out.append((s, sp.sqrt(chi2) if backend == "sympy" else (mpmath.sqrt(chi2) if backend == "mpmath"
-                                                                 else np.sqrt(chi2))))
+        out.append((s, sp.sqrt(chi2) if backend == "sympy" else mpmath.sqrt(chi2)))
     return out

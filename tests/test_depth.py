@@ -226,3 +226,50 @@ def test_norm_before_phi_is_free_of_sigma_w_even_when_it_underflows(form, act):
     resets q to 1 (γ does not depend on σ_w): the value is the one-layer γ at unit variance (igb.gamma, σ_w = 1)."""
     want = float(igbsym.get("igb.gamma").numpy(activation=act, sigma_w=1.0))
     assert float(igbsym.get(form).numpy(L=1, activation=act, sigma_w=1e-320)) == pytest.approx(want, rel=1e-12)
+
+
+# --- issue 17 regressions (helper dep) -------------------------------------------------------------------------
+def _gelu_ln_map(c, n=120):
+    """F(c) = E[φ(u)φ(u')]/E[φ(u)²] for GELU, u = z1, u' = c z1 + √(1 − c²) z2 (unit variance: a LayerNorm before
+    φ), by a 2-d tensor Gauss–Hermite rule in double precision (φ is entire: the rule converges geometrically;
+    independent of the library's composite rules and of its (q, c, e) state)."""
+    z, w = np.polynomial.hermite_e.hermegauss(n)
+    w = w / w.sum()
+    gelu = lambda x: x * special.ndtr(x)  # noqa: E731
+    z1, z2 = np.meshgrid(z, z, indexing="ij")
+    P = np.einsum("i,j,ij->", w, w, gelu(z1) * gelu(c * z1 + math.sqrt(1 - c * c) * z2))
+    return P / (w @ gelu(z) ** 2)
+
+
+@pytest.mark.parametrize("L", [1000, 100000])
+def test_gelu_layernorm_deep_is_the_fixed_point_of_the_block_map(L):
+    """gelu + LN before φ: γ_L is the fixed point c* = F(c*) for L >= 1000 (contraction ~0.967 a layer). The
+    residual F(c) − c of the returned value is (ρ − 1)δc: a 1e-14 residual bounds the γ error by ~3e-12. Old code:
+    the state drifted off c + e = 1 (γ = 37 at layer 300 for 3.17) and, at L = 1e5, the geometric tail
+    extrapolated rounded ratios: 3.17365588773 for 3.17365588639 (residual 2.5e-12)."""
+    g = float(D.np_path(L, "gelu", "layernorm", "pre", 0.01, 1.4)[-1])
+    c = g / (1 + g)
+    assert abs(_gelu_ln_map(c) - c) < 1e-14
+    assert abs(_gelu_ln_map(0.7604) - 0.7604) > 1e-8    # the check can fail: a nearby c is not a fixed point
+
+
+def test_smooth_state_stays_on_c_plus_e_equals_one():
+    """Every smooth-activation block returns c + e = 1 (to rounding): off that line the map is unstable."""
+    from igbsym import spec as S
+    for act in ("gelu", "silu", "sigmoid"):
+        st = S.State(np.float64(1.0), np.float64(0.7), np.float64(0.3), np.float64(0.0))
+        for _ in range(5):
+            st = S.Act(act).numpy(S.LayerNorm().numpy(st))
+            assert abs(float(st.c) + float(st.e) - 1) < 4e-16, act
+            st = S.State(np.float64(1.0), st.c, st.e, np.float64(0.0))
+
+
+@pytest.mark.parametrize("form", ["depth.gamma_ln_pre", "depth.gamma_rms_pre", "depth.gamma_rms_post",
+                                  "depth.gamma_bn_pre"])
+def test_srelu_with_a_norm_is_zero_exactly_in_both_routes(form):   # bn_pre: the constant route, also 0
+    """srelu's shift is the ReLU mean of the unit φ sees at every layer when a norm fixes its scale: E φ = 0, so
+    c = 0 and γ = 0 exactly (exact value). Old code: mp at 50 digits returned 1.3e-102 (30 digits: 0)."""
+    f = igbsym.get(form)
+    for dps in (30, 50):
+        assert f.mp(dps, L=6, activation="srelu", sigma_w=1.0) == 0
+    assert float(f.numpy(L=6, activation="srelu", sigma_w=3.0)) == 0.0

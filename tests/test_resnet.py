@@ -2,6 +2,7 @@
 import math
 import subprocess
 import sys
+import time
 
 import mpmath
 import numpy as np
@@ -11,7 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import igbsym
-from igbsym.errors import InputError
+from igbsym.errors import InputError, NumericalError
 from igbsym.residual import Residual, resnet_ops, residual_block, trunk_states
 from igbsym.sensitivity import chi_path
 from igbsym.spec import Act, BatchNorm, Dense, LayerNorm, State, mlp_ops
@@ -174,3 +175,56 @@ def test_predict_residual_cli_equals_resnet_gamma():
         with contextlib.redirect_stderr(io.StringIO()) as err:
             assert main(["predict"] + bad) == 2
         assert len(err.getvalue().strip().splitlines()) == 1
+
+
+# --- issue 17 regressions (helper dep) -------------------------------------------------------------------------
+@pytest.mark.parametrize("act", ["tanh", "erf", "identity"])
+@pytest.mark.parametrize("norm,order", [("none", "linear-first"), ("layernorm", "linear-first"),
+                                        ("rmsnorm", "linear-last")])
+def test_odd_activation_resnet_is_zero_exactly_at_any_depth(act, norm, order):
+    """Every op is odd in the input (Dense, odd φ, the norms, x + αF(x)), so each node's centre over the symmetric
+    data is 0: γ = 0 exactly (exact value), at a cost independent of L. Old code: the mp route composed a 1-d
+    quadrature per block (23 s for 100 tanh blocks at 30 digits)."""
+    form = igbsym.get("resnet.gamma")
+    start = time.process_time()
+    kw = dict(L=10000, activation=act, norm=norm, order=order, alpha=0.7, sigma_w=1.3)
+    assert float(form.numpy(**kw)) == 0.0 and form.mp(30, **kw) == 0
+    assert time.process_time() - start < 5
+
+
+def test_smooth_resnet_depth_is_capped_and_listed():
+    """Nested-quadrature blocks have no fixed point to stop at: L <= L_NESTED is part of the declared domain (the
+    condition is listed) and beyond it evaluation raises InputError naming the form."""
+    from igbsym.families.resnet import L_NESTED
+    form = igbsym.get("resnet.gamma")
+    assert any(f"L <= {L_NESTED}" in c for c in form.describe()["domain"]["conditions"])
+    with pytest.raises(InputError, match="^resnet.gamma: .*L <= "):
+        form.numpy(L=L_NESTED + 1, activation="gelu", norm="layernorm", alpha=1.0)
+    assert float(form.numpy(L=L_NESTED + 1, activation="gelu", norm="batchnorm", alpha=1.0)) > 0   # BN: cheap
+
+
+def test_sensitivity_raises_where_one_minus_c_underflows():
+    """resnet relu: 1 − c falls below 1e-300 near block 1500, and χ² = ν/((1 − c) q) became a ratio of
+    subnormals (old code: χ = 1.0 at L = 1e4; the mp route gives 1.616). Now a NumericalError; before the
+    underflow the NumPy value equals the mp route's."""
+    form = igbsym.get("moments.sensitivity")
+    with pytest.raises(NumericalError, match="^moments.sensitivity: 1 - c"):
+        form.numpy(L=10000, architecture="resnet", activation="relu", alpha=1.0)
+    ref = form.mp(30, L=10000, architecture="resnet", activation="relu", alpha=1.0)   # χ has plateaued by L = 1000
+    assert float(form.numpy(L=1000, architecture="resnet", activation="relu", alpha=1.0)) == pytest.approx(
+        float(ref), rel=1e-12)
+
+
+def test_deep_bn_feedforward_smooth_sensitivity_costs_what_a_shallow_one_does():
+    """After full-batch BN every layer sees q = 1: the quadratures are evaluated once (memoised), so L = 1e4 costs
+    seconds (old code: 35 s NumPy, > 5 min mp). The value grows by √p a layer exactly from layer 2 on, p from
+    moments.bn_feedforward_rate (an independent route: activation.var and one E[φ'(Z)²])."""
+    form = igbsym.get("moments.sensitivity")
+    start = time.process_time()
+    chi2, chi_L = (form.mp(30, L=L, architecture="bn_feedforward", activation="gelu") for L in (2, 3000))
+    rate = igbsym.get("moments.bn_feedforward_rate").mp(30, activation="gelu")
+    with mpmath.workdps(30):
+        assert abs(mpmath.log(chi_L / chi2) / (3000 - 2) - rate) < mpmath.mpf(10) ** -20
+    assert float(form.numpy(L=3000, architecture="bn_feedforward", activation="gelu")) == pytest.approx(
+        float(chi_L), rel=1e-10)
+    assert time.process_time() - start < 15

@@ -15,10 +15,10 @@ import numpy as np
 import sympy as sp
 
 from .. import activations as acts
-from ..form import ClosedForm, NumericRoute, Param, Provenance
+from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import get, register
 from ..residual import resnet_ops
-from .resnet import RANGE
+from .resnet import L_NESTED, RANGE
 from ..sensitivity import chi_path
 from ..spec import HOMOGENEOUS, SIGMA_W, Act, mlp_ops
 
@@ -73,11 +73,24 @@ def sensitivity_case(L, architecture, activation):
                         "spec's quadrature for smooth activations", sp.Symbol("chi_L"))
 
 
+def _quadrature_per_layer(case) -> bool:
+    """vanilla / resnet with an activation that has no closed-form moments: q changes every layer, so every layer
+    is a fresh quadrature (nested for sigmoid, gelu, silu), and the path has no fixed point to stop at."""
+    return (case.get("activation") not in HOMOGENEOUS and case.get("activation") != "srelu"
+            and case.get("architecture") in ("vanilla", "resnet"))
+
+
+L_PARAM = Param("L", "integer", "layers or residual blocks", structural=True, minimum=1, maximum=L_MAX)
+QUADRATURE_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
+                             f"L <= {L_NESTED} for vanilla and resnet with activations other than relu, leaky_relu, "
+                             "identity, srelu (a fresh quadrature per layer, no fixed point to stop at)",
+                             applies=_quadrature_per_layer)
+
 register(ClosedForm(
     "moments.sensitivity", "Labatie's normalised sensitivity chi after L layers (vanilla, bn_feedforward: Dense, "
                            "[BN], phi) or blocks (resnet: x + alpha (Dense, phi); bn_resnet: x + alpha (BN, phi, "
                            "Dense)), infinite width, N(0, I) data and an isotropic input noise.",
-    (Param("L", "integer", "layers or residual blocks", structural=True, minimum=1, maximum=L_MAX),
+    (L_PARAM,
      Param("architecture", "choice", "network family of Labatie Secs. 5-7", choices=ARCHITECTURES),
      Param("activation", "choice", "activation function", choices=acts.names()),
      Param("alpha", "nonnegative", "residual branch scale (resnet, bn_resnet)", default=1.0),
@@ -86,7 +99,7 @@ register(ClosedForm(
     Provenance(LABATIE, "Sec. 3.1 (normalised sensitivity), Thms 2-3, Secs. 6-7",
                "chi^2 = (mu_2(dx_l)/mu_2(dx_0)) / (mu_2,c(x_l)/mu_2,c(x_0)); noise maps derived in "
                "derivations/moments.py (the paper's formulas are stripped in our copy)"),
-    builder=sensitivity_case, conditions=RANGE))
+    builder=sensitivity_case, conditions=RANGE + (QUADRATURE_DEPTH,)))
 
 
 def poincare_ratio(activation, a=a_):

@@ -21,6 +21,9 @@ from ..spec import HOMOGENEOUS, SIGMA_W, State
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
 L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
+L_NESTED = 12       # blocks whose smooth phi sees a trunk correlation: a nested quadrature per block (mp: ~1 s at
+                    # 50 digits for silu), and the trunk has no fixed point to stop at, so the depth is capped
+NESTED_ACTS = ("sigmoid", "gelu", "silu")   # smooth, not odd (odd phi: gamma = 0 exactly; srelu: closed form)
 SCALE_MAX = 10**30  # alpha, sigma_w <= 1e30 and sigma_w >= 1e-30: q_F = alpha^2 sigma_w^4 q/2 stays inside the double range
 
 alpha_ = sp.Symbol("alpha", nonnegative=True)
@@ -65,7 +68,13 @@ def _gamma_mp(L, activation, norm, placement, order):
 
 def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"):
     """Exact form for closed-form activations, no norm and L <= L_EXACT; else the composed numeric route (the
-    SymPy backend of the same maps gives any nested case on demand: trunk_states(resnet_ops(...), 'sympy'))."""
+    SymPy backend of the same maps gives any nested case on demand: trunk_states(resnet_ops(...), 'sympy')).
+    Odd φ (identity, tanh, erf): 0 exactly at every L: Dense, odd φ, the norms (LN, RMSNorm and full-batch BN
+    commute with h → −h) and x + αF(x) are odd maps, so each output node is an odd function of the symmetric data
+    and its centre E_x f(x) vanishes (igb-initial-guessing-bias.txt App. G.2; the composed route gives 0 too, at a
+    1-d quadrature per block)."""
+    if acts.get(activation).odd:
+        return sp.S.Zero
     closed = activation in HOMOGENEOUS or activation == "srelu"
     if closed and L <= L_EXACT and norm == "none":
         s = trunk_states(resnet_ops(L, activation, alpha_, norm, placement, order, a_, sw_), "sympy")[-1]
@@ -82,13 +91,26 @@ RANGE = (Condition(sp.Le(alpha_, SCALE_MAX), "alpha <= 1e30 (the double range of
          Condition(sp.Le(sp.Abs(a_), SCALE_MAX), "|a| <= 1e30 (the double range of the NumPy route: (1 + a^2) q "
                                                  "overflowed to NaN at a = -1.8e308)"))
 
+
+
+def _nested_per_block(case) -> bool:
+    """A case whose branch φ is smooth and not odd and does not follow a full-batch BatchNorm (which resets the
+    branch to (1, 0, 1, 0): then φ's moments are 1-d and cached): every block needs the nested quadrature."""
+    return case.get("activation") in NESTED_ACTS and case.get("norm", "none") != "batchnorm"
+
+
+NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
+                         f"L <= {L_NESTED} for sigmoid, gelu, silu without batchnorm (each block is a nested "
+                         "quadrature, at 30 and 50 digits ~1 s; the trunk has no fixed point to stop at)",
+                         applies=_nested_per_block)
+
 register(ClosedForm(
     "resnet.gamma", "gamma of a linear readout after L residual blocks x + alpha F(x) (infinite width, N(0, I) "
                     "data, Dense embedding, zero biases): the trunk's centred and shared second moments add.",
     (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW),
     Provenance(SOURCE, "Secs. 6-7 (residual nets; no formula in the seeds)",
                "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F"),
-    builder=gamma_case, conditions=RANGE))
+    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH,)))
 
 
 def corr_map_expr(activation):
