@@ -50,7 +50,7 @@ import sympy as sp
 from scipy import optimize, special, stats
 
 from ..errors import InputError, NumericalError
-from ..form import Accuracy, ClosedForm, NumericRoute, Param, Provenance
+from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv
 from ..registry import register
 from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
@@ -76,24 +76,14 @@ GAMMA = Param("gamma", "nonnegative", "IGB strength Var_W(mu)/Var_chi(O) (0 and 
               allow_inf=True)
 C_PARAM = Param("C", "integer", "number of classes", minimum=2, maximum=C_MAX)
 G_PARAM = Param("g", "nonnegative", "class fraction, 0 <= g <= 1")
-D_PARAM = Param("D", "integer", "dataset size (number of data points)", minimum=1, maximum=10**9)
-D_INF = Param("D", "positive", "dataset size (inf = the population fraction)", default=math.inf, allow_inf=True)
-
-
-def _integer_d(D):
-    d = np.asarray(D, dtype=float)
-    bad = np.isfinite(d) & ((d != np.round(d)) | (d < 1))
-    if bad.any():
-        raise InputError(f"multiclass: D={d[bad].flat[0]:g} is not allowed; allowed: an integer >= 1 (or inf)")
-    return d
-
-
-def _check_g(g):
-    arr = np.asarray(g, dtype=float)
-    if ((arr < 0) | (arr > 1)).any():
-        bad = arr[(arr < 0) | (arr > 1)].flat[0]
-        raise InputError(f"multiclass: g={bad:g} is not allowed; allowed: 0 <= g <= 1")
-    return arr
+G_OPEN = Param("g", "positive", "class fraction, 0 < g < 1")
+D_MAX = 10**9            # largest finite dataset size (NumPy's multinomial draws counts up to 2^63)
+D_PARAM = Param("D", "integer", "dataset size (number of data points)", minimum=1, maximum=D_MAX)
+D_INF = Param("D", "integer", "dataset size (inf = the population fraction)", default=math.inf, minimum=1,
+              maximum=D_MAX, allow_inf=True)
+G_AT_MOST_1 = Condition(sp.Le(g_s, 1), "g <= 1 (a fraction)")
+G_BELOW_1 = Condition(sp.Lt(G_OPEN.symbol(), 1), "g < 1 (the density lives on 0 < g < 1; g = 1 is an atom at "
+                                                  "gamma = inf)")
 
 
 def _step(C: int) -> float:
@@ -597,7 +587,6 @@ def _by_pair(fn, g, gamma, C):
 
 
 def cdf_numpy(g, gamma, C):
-    g = _check_g(g)
     shape, gg, gm, cc, out = _by_pair(_monotone_cdf, g, gamma, C)
     s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
     out = np.where(cc == 2, special.ndtr(_probit(gg) / s), out)
@@ -623,18 +612,10 @@ def _probit(g):
 
 
 def pdf_numpy(g, gamma, C):
-    g = _check_g(g)
-    if np.any((g <= 0) | (g >= 1)):
-        raise InputError("multiclass.pdf: g must satisfy 0 < g < 1")
     shape, gg, gm, cc, out = _by_pair(lambda x, tab: tab.replicates(x)[1].mean(0), g, gamma, C)
     x = _probit(gg)
     binary = np.exp(-0.5 * np.log(gm) + (1 - 1 / gm) * x * x / 2)
     return np.where(cc == 2, binary, np.maximum(out, 0.0)).reshape(shape)   # the control variate can dip below 0
-
-
-def _positive_finite_gamma(name, gamma):
-    if not (0 < gamma < mpmath.inf):
-        raise InputError(f"{name}: the density needs 0 < gamma < inf (gamma = 0 and inf are atoms: use the cdf)")
 
 
 # --- p_empty: E[(1 - G_c)^D] = int_0^inf e^-t F(1 - e^(-t/D)) dt, t = e^xi ------------------------------------
@@ -725,8 +706,9 @@ def _p_empty_limit(gamma, C, D):
 # ============================================================================ whole vectors (max fraction, entropy)
 def vector_samples(gamma: float, C: int, n: int | None = None, seed: int = 0) -> np.ndarray:
     """n exact fraction vectors (G_1..G_C) [n, C] for means u ~ N(0, gamma I_C) (fixed seed); n defaults to
-    min(4000, VEC_BUDGET // C)."""
-    n = n or max(100, min(4000, VEC_BUDGET // C))
+    min(4000, VEC_BUDGET // C) (10 at C = C_MAX), so n C <= VEC_BUDGET bounds the cost whatever C (a floor of 100
+    made it grow as C above C = 1000: 19 s of CPU per gamma at C = 10^4)."""
+    n = n or min(4000, VEC_BUDGET // C)
     return _vectors(float(gamma), int(C), int(n), int(seed)).copy()
 
 
@@ -783,14 +765,10 @@ def _over_points(fn, *arrays):
 
 
 def max_fraction_numpy(gamma, C, D):
-    _integer_d(D)
     return _over_points(lambda gm, cc, dd: max_fraction_samples(gm, int(cc), dd).mean(), gamma, C, D)
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
-    _check_g(g)
-    _integer_d(D)
-
     def one(gm, cc, dd, gg):
         x = max_fraction_samples(gm, int(cc), dd)
         return np.searchsorted(x, gg, side="right") / x.size
@@ -799,8 +777,6 @@ def max_fraction_cdf_numpy(g, gamma, C, D):
 
 
 def entropy_numpy(gamma, C, D):
-    _integer_d(D)
-
     def one(gm, cc, dd):
         p = _observed(vector_samples(gm, int(cc)), dd)
         return float(-special.xlogy(p, p).sum(1).mean())
@@ -831,8 +807,7 @@ def _binary_entropy_mp(gamma, C, D):
 # ============================================================================ the paper's approximation (App. H)
 def paper_approx_numpy(g, gamma, C):
     """P(Phi((u_c - M)/sqrt 2) <= g), M the largest of C - 1 i.i.d. N(0, gamma): E_M[Phi(M/s + sqrt(2) x/s)]."""
-    g = _check_g(g)
-    g, gamma, C = np.broadcast_arrays(g, np.asarray(gamma, float), np.asarray(C, float))
+    g, gamma, C = np.broadcast_arrays(np.asarray(g, float), np.asarray(gamma, float), np.asarray(C, float))
     x = _probit(g)
     nodes, weights = gumbel_gauss_rule()
     regular = (gamma > 0) & np.isfinite(gamma) & (g > 0) & (g < 1)
@@ -907,7 +882,6 @@ def _mp_binary_cdf(g, gamma, C):
 
 
 def _mp_binary_pdf(g, gamma, C):
-    _positive_finite_gamma("multiclass.pdf", gamma)
     if int(C) != 2:
         raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (randomised QMC route)")
     x = mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
@@ -937,7 +911,7 @@ register(ClosedForm(
     display=r"E\left[\Phi_2\left(T_1, T_2; \tfrac{\gamma}{1+\gamma}\right)^{C-1}\right] - \frac{1}{C^2}"))
 register(ClosedForm(
     "multiclass.cdf", "P(G_c <= g): the law of the fraction of the data put in one class c of C.",
-    (G_PARAM, GAMMA, C_PARAM), LAW,
+    (G_PARAM, GAMMA, C_PARAM), LAW, conditions=(G_AT_MOST_1,),
     accuracy=_LAW_ACC,
     builder=_route(cdf_numpy, _mp_binary_cdf, "randomised QMC over the other means (exact igb.cdf at C = 2)",
                    MC_ERROR, sp.Function("P")(sp.Le(_G_DEF, g_s))), limit=_cdf_limit,
@@ -945,7 +919,7 @@ register(ClosedForm(
             r"u \sim N(0, \gamma I_C)"))
 register(ClosedForm(
     "multiclass.pdf", "Density of one class fraction G_c (0 < gamma < inf; C = 2 is igb.pdf).",
-    (Param("g", "positive", "class fraction, 0 < g < 1"), Param("gamma", "positive", "IGB strength"), C_PARAM), LAW,
+    (G_OPEN, Param("gamma", "positive", "IGB strength"), C_PARAM), LAW, conditions=(G_BELOW_1,),
     accuracy=_LAW_ACC,
     builder=_route(pdf_numpy, _mp_binary_pdf, "randomised QMC (density of the Rao-Blackwellised cdf); "
                    "exact igb.pdf at C = 2", MC_ERROR.replace("law_bound", "T x SE of law_replicates' densities"),
@@ -985,6 +959,7 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.max_fraction_cdf", "P(max_c G_c <= g): the law of the dominant class fraction (at dataset size D).",
     (G_PARAM, GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
+    conditions=(G_AT_MOST_1,),
     accuracy=_VEC_ACC,
     builder=_route(max_fraction_cdf_numpy, _no_mp_reference, "empirical CDF of Monte Carlo max fractions",
                    _VEC_ERROR.replace("standard error", "DKW band"),
@@ -1006,7 +981,7 @@ PAPER_NOTE = ("ERRATUM: the construction compares class c with the largest of th
 register(ClosedForm(
     "multiclass.paper_approx", "The paper's App. H construction as printed: P(Phi((u_c - M_{C-1})/sqrt 2) <= g), "
     "M_{C-1} the largest of the other C-1 means (Eqs. 189-192 + the binary law).", (G_PARAM, GAMMA, C_PARAM),
-    Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE),
+    Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE), conditions=(G_AT_MOST_1,),
     accuracy=_stated("absolute error <= 1e-9 for gamma >= 0.1 (40-node Gumbel-Gauss rule)"),
     builder=_route(paper_approx_numpy, paper_approx_mp, "40-node Gumbel-Gauss rule for the maximum (maxpool)",
                    "absolute error <= 1e-9 for gamma >= 0.1 (smooth integrand), tested against mpmath",
