@@ -756,52 +756,101 @@ def max_fraction_samples(gamma: float, C: int, D: float = math.inf) -> np.ndarra
     return np.sort(_observed(vector_samples(gamma, C), D).max(1))
 
 
-def _over_points(fn, *arrays):
-    shape, flat = _pairs(*arrays)
-    out = np.empty(flat[0].shape)
-    for i, key in enumerate(zip(*flat)):
-        out[i] = fn(*key)
+def _vector_route(exact, sampled, gamma, C, D, *more):
+    """Evaluate per point: ``exact(gamma, *more)`` (vectorised) where C = 2 and D = inf (G_0 = Phi(sqrt(gamma) Z), the
+    igb law, gives closed forms), else the Monte Carlo ``sampled(gamma, C, D, *more)`` over fraction vectors."""
+    shape, (gm, cc, dd, *rest) = _pairs(gamma, C, D, *more)
+    binary = (cc == 2) & np.isinf(dd)
+    out = np.empty(gm.shape)
+    out[binary] = exact(gm[binary], *[r[binary] for r in rest])
+    for i in np.nonzero(~binary)[0]:
+        out[i] = sampled(gm[i], int(cc[i]), dd[i], *[r[i] for r in rest])
     return out.reshape(shape)
 
 
+_X, _X_W = _panels(np.linspace(-40.0, 40.0, 81), 16)   # h(Phi(x)) < 1e-300 beyond |x| = 37
+
+
+def _binary_entropy(gamma):
+    """E h(Phi(s Z)), h(p) = -p log p - (1-p) log(1-p), s = sqrt(gamma) (C = 2): 16-node Gauss-Legendre on unit panels
+    of [-40, 40], in z for s < 1 and in x = s z (weight phi(x/s)/s) for s >= 1, so the rule follows the integrand's
+    scale at every gamma (entropy ~ 1/s for large s)."""
+    s = np.sqrt(gamma)[:, None]
+    small = s < 1
+    t = np.where(small, s * _X, _X)                                      # the argument of Phi
+    weight = np.where(small, np.exp(-_X**2 / 2), np.exp(-(_X / np.where(small, 1.0, s)) ** 2 / 2) / s) / _SQ2PI
+    h = -(special.ndtr(t) * special.log_ndtr(t) + special.ndtr(-t) * special.log_ndtr(-t))
+    return (weight * h) @ _X_W
+
+
 def max_fraction_numpy(gamma, C, D):
-    return _over_points(lambda gm, cc, dd: max_fraction_samples(gm, int(cc), dd).mean(), gamma, C, D)
+    return _vector_route(lambda gm: 0.5 + np.arctan(np.sqrt(gm)) / np.pi,
+                         lambda gm, cc, dd: max_fraction_samples(gm, cc, dd).mean(), gamma, C, D)
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
-    def one(gm, cc, dd, gg):
-        x = max_fraction_samples(gm, int(cc), dd)
+    def binary(gm, gg):   # max(G, 1 - G) <= g  <=>  |Z| <= Phi^-1(g)/s
+        s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
+        out = np.where(gg < 0.5, 0.0, special.erf(_probit(np.maximum(gg, 0.5)) / (s * math.sqrt(2))))
+        return np.where(gm == 0, gg >= 0.5, np.where(np.isinf(gm), gg >= 1, out))
+
+    def sampled(gm, cc, dd, gg):
+        x = max_fraction_samples(gm, cc, dd)
         return np.searchsorted(x, gg, side="right") / x.size
-    shape, (gm, cc, dd, gg) = _pairs(gamma, C, D, g)
-    return np.array([one(*k) for k in zip(gm, cc, dd, gg)]).reshape(shape)
+    return _vector_route(binary, sampled, gamma, C, D, g)
 
 
 def entropy_numpy(gamma, C, D):
-    def one(gm, cc, dd):
-        p = _observed(vector_samples(gm, int(cc)), dd)
+    def sampled(gm, cc, dd):
+        p = _observed(vector_samples(gm, cc), dd)
         return float(-special.xlogy(p, p).sum(1).mean())
-    return _over_points(one, gamma, C, D)
+    return _vector_route(_binary_entropy, sampled, gamma, C, D)
 
 
-def _no_mp_reference(**_):
-    raise NumericalError("multiclass.max_fraction_cdf: Monte Carlo route, no mpmath reference")
+def _no_vector_reference(name, C, D):
+    if int(C) != 2 or D != mpmath.inf:
+        raise NumericalError(f"{name}: no mpmath reference for C >= 3 or finite D (Monte Carlo route; see "
+                             "vector_samples)")
 
 
 def _binary_max_mp(gamma, C, D):
-    if int(C) != 2 or D != mpmath.inf:
-        raise NumericalError("no mpmath reference for C >= 3 or finite D (Monte Carlo route; see vector_samples)")
+    _no_vector_reference("multiclass.max_fraction", C, D)
     return mpmath.mpf(1) / 2 + mpmath.atan(mpmath.sqrt(gamma)) / mpmath.pi
 
 
-def _binary_entropy_mp(gamma, C, D):
-    if int(C) != 2 or D != mpmath.inf:
-        raise NumericalError("no mpmath reference for C >= 3 or finite D (Monte Carlo route; see vector_samples)")
-    s = mpmath.sqrt(gamma)
+def _binary_max_cdf_mp(g, gamma, C, D):
+    """C = 2: P(max(G, 1 - G) <= g) = P(|Z| <= Phi^-1(g)/sqrt(gamma)) = erf(erfinv(2g - 1)/sqrt(gamma)) for g >= 1/2."""
+    _no_vector_reference("multiclass.max_fraction_cdf", C, D)
+    if g < mpmath.mpf(1) / 2:
+        return mpmath.mpf(0)
+    if gamma == 0 or g == 1:
+        return mpmath.mpf(1)
+    return mpmath.mpf(0) if gamma == mpmath.inf else mpmath.erf(mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
 
-    def h(z):
-        p = mpmath.ncdf(s * z)
-        return -(p * mpmath.log(p) + (1 - p) * mpmath.log(1 - p)) if 0 < p < 1 else mpmath.mpf(0)
-    return mpmath.quad(lambda z: mpmath.npdf(z) * h(z), [-mpmath.inf, 0, mpmath.inf])
+
+def _binary_entropy_mp(gamma, C, D):
+    """C = 2: E h(Phi(s Z)); for s > 1 in x = s z (the integrand's scale is 1 in x: a spike of width 1/s in z), on
+    [-X, X] with X = sqrt(2 (dps + 10) ln 10): the integrand is <= phi(|x|) (1 + x^2) beyond, so the cut tails are
+    below 10^-(dps + 5) of the value (an infinite interval put tanh-sinh nodes at x ~ 1e125 for s = 1e125 and missed
+    the bump: 7.2013e-126 for 7.2065e-126 at both 30 and 50 digits)."""
+    _no_vector_reference("multiclass.entropy", C, D)
+    s = mpmath.sqrt(gamma)
+    X = mpmath.sqrt(2 * (mpmath.mp.dps + 10) * mpmath.log(10))
+    ends = [-X, -8, -3, -1, 0, 1, 3, 8, X]
+
+    def h(x):
+        p, q = mpmath.ncdf(x), mpmath.ncdf(-x)
+        return -(p * mpmath.log(p) + q * mpmath.log(q)) if p > 0 and q > 0 else mpmath.mpf(0)
+    if s > 1:
+        return mpmath.quad(lambda x: mpmath.npdf(x / s) * h(x), ends) / s
+    return mpmath.quad(lambda z: mpmath.npdf(z) * h(s * z), ends)
+
+
+def mp_probit(g):
+    """Phi^-1(g) in mpmath for 0 < g < 1 at full relative precision: sqrt(2) erfinv(2g - 1) with -log2(g) extra bits,
+    so 2g - 1 keeps every digit of a tiny g (at g = 1e-320 and 50 digits it rounded to -1: Phi^-1 = -inf)."""
+    with mpmath.extraprec(max(0, int(-mpmath.log(min(g, 1 - g), 2))) + 20):
+        return mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
 
 
 # ============================================================================ the paper's approximation (App. H)
@@ -823,7 +872,7 @@ def paper_approx_mp(g, gamma, C):
     k = int(C) - 1
     if g <= 0 or g >= 1:
         return mpmath.mpf(0) if g <= 0 else mpmath.mpf(1)
-    shift = mpmath.sqrt(2) * mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma)
+    shift = mpmath.sqrt(2) * mp_probit(g) / mpmath.sqrt(gamma)
     dens = lambda m: k * mpmath.npdf(m) * mpmath.ncdf(m) ** (k - 1)  # noqa: E731
     centre = mpmath.sqrt(2 * mpmath.log(k)) if k > 1 else mpmath.mpf(0)
     return mpmath.quad(lambda m: dens(m) * mpmath.ncdf(m + shift), [-mpmath.inf, centre - 2, centre, centre + 2,
@@ -867,7 +916,8 @@ def _stated(text: str) -> Accuracy:
 _LAW_ACC = _stated("randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
                    "at 99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
 _VEC_ACC = _stated("Monte Carlo over fraction vectors, absolute error within a few sample SD/sqrt(n) (n = "
-                   "min(4000, 1e5/C)); exact at C = 2 (mpmath) and gamma in {0, inf}")
+                   "min(4000, 1e5/C)); at D = inf exact where C = 2 (closed forms, the C = 2 entropy by a 1-d "
+                   "quadrature) or gamma in {0, inf}")
 
 
 def _route(np_fn, mp_fn, method, error, defining=None):
@@ -878,13 +928,13 @@ def _mp_binary_cdf(g, gamma, C):
     if int(C) != 2:
         raise NumericalError("multiclass.cdf: no mpmath reference for C >= 3 (randomised QMC route; "
                              "law_bound gives its error bound)")
-    return mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
+    return mpmath.ncdf(mp_probit(g) / mpmath.sqrt(gamma))
 
 
 def _mp_binary_pdf(g, gamma, C):
     if int(C) != 2:
         raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (randomised QMC route)")
-    x = mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
+    x = mp_probit(g)
     return mpmath.exp((1 - 1 / gamma) * x * x / 2) / mpmath.sqrt(gamma)
 
 
@@ -944,8 +994,8 @@ register(ClosedForm(
     limit=lambda gamma, C, D: None if (lim := _p_empty_limit(gamma, C, D)) is None else C * lim,
     display=r"C\,E\left[(1 - G_c)^D\right]"))
 _VEC_ERROR = (f"Monte Carlo over n = min(4000, {VEC_BUDGET}/C) fixed exact fraction vectors (each by quadrature, "
-              "sum_c G_c = 1 to 1e-12): standard error = sample SD/sqrt(n) (see vector_samples); exact at C = 2 "
-              "(mpmath) and gamma in {0, inf}")
+              "sum_c G_c = 1 to 1e-12): standard error = sample SD/sqrt(n) (see vector_samples); at D = inf exact "
+              "where C = 2 (closed forms; mpmath) or gamma in {0, inf}")
 register(ClosedForm(
     "multiclass.max_fraction", "E[max_c G_c]: mean fraction of the dominant class (the sorted frequencies of App. H), "
     "as measured on D data points (D = inf: the population value).", (GAMMA, C_PARAM, D_INF),
@@ -961,7 +1011,8 @@ register(ClosedForm(
     (G_PARAM, GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
     conditions=(G_AT_MOST_1,),
     accuracy=_VEC_ACC,
-    builder=_route(max_fraction_cdf_numpy, _no_mp_reference, "empirical CDF of Monte Carlo max fractions",
+    builder=_route(max_fraction_cdf_numpy, _binary_max_cdf_mp, "empirical CDF of Monte Carlo max fractions "
+                   "(exact erf(erfinv(2g - 1)/sqrt(gamma)) at C = 2, D = inf)",
                    _VEC_ERROR.replace("standard error", "DKW band"),
                    sp.Function("P")(sp.Le(sp.Function("max_c")(_Gc), g_s))),
     display=r"P\left(\max_c G_c \le g\right)"))
