@@ -390,3 +390,39 @@ def test_population_vector_forms_at_two_classes_are_exact(gamma, g):
     assert abs(float(get("multiclass.max_fraction_cdf").numpy(g=g, gamma=gamma, C=2)) - float(cdf)) \
         <= 1e-12 * max(float(cdf), 1e-300)
     assert abs(float(get("multiclass.entropy").numpy(gamma=gamma, C=2)) - float(ent)) <= 1e-12 * float(ent)
+
+
+@pytest.mark.parametrize("gamma,D", [(1.0, 10**6), (1.0, 10**9), (1.7e308, 1), (1e-300, 3)])
+def test_p_empty_mpmath_reference_is_exact_where_the_value_is_known(gamma, D):
+    """The C = 2 reference E[Phi(-sqrt(gamma) Z)^D] against exact values: 1/(D + 1) at gamma = 1 (Phi(-Z) is uniform),
+    1/2 at D = 1 (symmetry), 2^-D as gamma -> 0 (1e-300: within 1e-150 relative). The old reference (mpmath.quad over
+    the real line: absolute tolerance) was wrong for peaked integrands and raised OverflowError at gamma = 1.7e308."""
+    for dps in (30, 50):
+        with mpmath.workdps(dps):
+            exact = mpmath.mpf(1) / (D + 1) if gamma == 1.0 else mpmath.mpf(1) / 2 ** D
+            got = get("multiclass.p_empty").mp(dps, gamma=gamma, C=2, D=D)
+            assert abs(got - exact) <= mpmath.mpf(10) ** (3 - dps) * exact, (dps, got, exact)
+
+
+@pytest.mark.parametrize("g,gamma", [(1e-30, 1.0), (1e-200, 4.0), (0.3, 1e-4), (0.999, 1e300)])
+def test_paper_approx_mpmath_reference_at_two_classes_is_the_igb_law(g, gamma):
+    """At C = 2 the paper's construction is the igb law exactly: P(G <= g) = Phi(Phi^-1(g)/sqrt(gamma)) (g at gamma = 1).
+    The old reference (mpmath.quad over fixed panels, absolute tolerance) gave 4.00000004e-30 for 4e-30 at C = 5 and
+    lost every digit of values below ~1e-30."""
+    for dps in (30, 50):
+        with mpmath.workdps(dps + 20):
+            exact = mpmath.ncdf(fam.mp_probit(mpmath.mpf(g)) / mpmath.sqrt(mpmath.mpf(gamma)))
+        with mpmath.workdps(dps):
+            got = get("multiclass.paper_approx").mp(dps, g=g, gamma=gamma, C=2)
+            assert abs(got - exact) <= mpmath.mpf(10) ** (3 - dps) * exact, (dps, got, exact)
+
+
+def test_mp_log_ndtr_matches_mpmath_where_ncdf_works_and_continues_past_it():
+    for x in (-1e39, -1e41, -5.0, 0.0, 3.0, 1e39, 1e41):
+        with mpmath.workdps(40):
+            x = mpmath.mpf(x)
+            ref = mpmath.log(mpmath.ncdf(x)) if abs(x) < 1e100 else None
+            assert abs(fam.mp_log_ndtr(x) - ref) <= mpmath.mpf(10) ** -35 * max(1, abs(ref)), x
+    with mpmath.workdps(30):   # beyond where mpmath.ncdf overflows: the asymptotic series, checked by its first terms
+        x = -mpmath.mpf(10) ** 200
+        assert fam.mp_log_ndtr(x) == -x * x / 2 - mpmath.log(-x * mpmath.sqrt(2 * mpmath.pi))
