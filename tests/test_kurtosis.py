@@ -35,7 +35,9 @@ def mp_power(L, w, a, kappa_w, kappa0, c0, sigma2, dps=50):
 @example(0, 3, 0.0, 3.0, 3.0, 0.0, 1.0)
 @example(30, 2, 1.0, 1.0, 1.0, 0.0, 1.0)
 def test_after_equals_matrix_power(L, w, a, kappa_w, kappa0, c_frac, sigma2):
-    c0 = (-1 + c_frac * kappa0) * sigma2**2  # inside [-sigma^4, (kappa0 - 1) sigma^4]
+    # inside [-sigma^4, (kappa0 - 1) sigma^4] exactly: the float product can round 1 ulp past an end (c_frac = 0,
+    # sigma2 = 0.1: -0.1**2 < -sigma2^2 exactly), and the conditions are decided exactly; shrink by 1e-15 inwards
+    c0 = (-1 + c_frac * kappa0) * sigma2**2 * (1 - 1e-15)
     kap, c = mp_power(L, w, a, kappa_w, kappa0, c0, sigma2)
     got = AFTER.numpy(L=L, w=w, a=a, kappa_w=kappa_w, kappa0=kappa0, c0=c0, sigma2=sigma2)
     assert abs(got - float(kap)) <= 1e-12 * abs(float(kap)) * max(1, L)
