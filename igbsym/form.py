@@ -86,6 +86,8 @@ class Param:
         if self.kind == "choice":
             return self.check_scalar(form, raw)
         if self.kind == "integer":
+            if self.allow_inf and raw.strip().lower() in ("inf", "+inf", "infinity", "+infinity"):
+                return self.check_scalar(form, float("inf"))
             try:
                 value = int(raw)
             except ValueError:
@@ -137,7 +139,7 @@ class Param:
             if self.minimum is not None:
                 bad |= arr < self.minimum
             if self.maximum is not None:
-                bad |= arr > self.maximum
+                bad |= np.isfinite(arr) & (arr > self.maximum)   # +inf: allowed or not by allow_inf above
         if bad.any():
             first = arr[bad].flat[0] if arr.ndim else arr
             raise InputError(f"{form}: {self.name}={first:g} is not allowed; allowed: {self.allowed()}")
@@ -156,11 +158,15 @@ class Condition:
 
     applies: optional predicate on the structural values (a dict); the condition binds only the cases where it is
     true (e.g. "B = inf" for the activations a mini-batch law does not cover). None: every case.
+    numpy: optional exact NumPy test ``numpy(**arrays) -> bool array`` of the relation, called with the numeric
+    parameters the relation names (after structural substitution), used instead of the lambdified relation where
+    that one overflows or rounds in float64 (e.g. c0 <= (kappa0 - 1) sigma2^2 at sigma2 = 1e200).
     """
 
     relation: sp.Basic
     text: str
     applies: Callable | None = None
+    numpy: Callable | None = None
 
     def binds(self, structural: dict) -> bool:
         return self.applies is None or bool(self.applies(structural))
@@ -333,7 +339,11 @@ class ClosedForm:
                 continue
             rel = cond.relation.subs({self.symbols[k]: v for k, v in key if k in self.symbols})
             args = sorted(rel.free_symbols, key=lambda s: s.name)
-            out.append((cond, args, sp.lambdify(args, rel, modules="numpy") if args else bool(rel)))
+            if cond.numpy is not None and args:
+                test = _keyword_test(cond.numpy, [a.name for a in args])
+            else:
+                test = sp.lambdify(args, rel, modules="numpy") if args else bool(rel)
+            out.append((cond, args, test))
         return out
 
     # --- evaluation ------------------------------------------------------------------------------
@@ -482,6 +492,11 @@ class ClosedForm:
 
     def __eq__(self, other):
         return self is other
+
+
+def _keyword_test(fn: Callable, names: list) -> Callable:
+    """A Condition's exact NumPy test called positionally, like the lambdified relations (arguments in ``names``)."""
+    return lambda *values: fn(**dict(zip(names, values)))
 
 
 def _matrix_kernel(fn, names: list, shape: tuple) -> Callable:

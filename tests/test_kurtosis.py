@@ -35,7 +35,9 @@ def mp_power(L, w, a, kappa_w, kappa0, c0, sigma2, dps=50):
 @example(0, 3, 0.0, 3.0, 3.0, 0.0, 1.0)
 @example(30, 2, 1.0, 1.0, 1.0, 0.0, 1.0)
 def test_after_equals_matrix_power(L, w, a, kappa_w, kappa0, c_frac, sigma2):
-    c0 = (-1 + c_frac * kappa0) * sigma2**2  # inside [-sigma^4, (kappa0 - 1) sigma^4]
+    # inside [-sigma^4, (kappa0 - 1) sigma^4] exactly: the float product can round 1 ulp past an end (c_frac = 0,
+    # sigma2 = 0.1: -0.1**2 < -sigma2^2 exactly), and the conditions are decided exactly; shrink by 1e-15 inwards
+    c0 = (-1 + c_frac * kappa0) * sigma2**2 * (1 - 1e-15)
     kap, c = mp_power(L, w, a, kappa_w, kappa0, c0, sigma2)
     got = AFTER.numpy(L=L, w=w, a=a, kappa_w=kappa_w, kappa0=kappa0, c0=c0, sigma2=sigma2)
     assert abs(got - float(kap)) <= 1e-12 * abs(float(kap)) * max(1, L)
@@ -229,3 +231,46 @@ def test_leaky_moments_over_the_double_range(a, sigma):
             assert abs(got) < 1e-300, name
         else:
             assert abs(got - want) <= 1e-14 * abs(want), (name, got, want)
+
+
+# --- issue 17: the input conditions are decided exactly at every double (no overflow of sigma2^2) --------------
+def _exact_inputs_ok(kappa0, c0, sigma2) -> bool:
+    """The declared conditions decided by SymPy on the exact rational values of the doubles (the domain's definition)."""
+    import sympy as sp
+    from fractions import Fraction
+    k, c, s = (sp.Rational(Fraction(v)) for v in (kappa0, c0, sigma2))
+    return bool(k >= 1 and c + s**2 >= 0 and c <= (k - 1) * s**2)
+
+
+@given(kappa0=st.one_of(st.just(1.0), st.floats(1, 1e300), st.floats(1, 1 + 1e-12)),
+       c0=st.floats(-1.7e308, 1.7e308, allow_nan=False, allow_infinity=False),
+       sigma2=st.floats(5e-324, 1.7e308, allow_nan=False, allow_infinity=False), boundary=st.sampled_from([0, 1, 2]))
+@example(kappa0=1.0, c0=0.0, sigma2=1e200, boundary=0)     # sigma2^2 = inf, (kappa0 - 1) inf = NaN: rejected before
+@example(kappa0=1.0, c0=5e-324, sigma2=1e200, boundary=0)  # c0 > 0 = (kappa0 - 1) sigma2^2: outside
+@example(kappa0=3.0, c0=-1e300, sigma2=1e150, boundary=0)  # c0 = -sigma2^2 to rounding: decided exactly
+@example(kappa0=2.0, c0=1e-300, sigma2=1e-150, boundary=0)  # sigma2^2 underflows in float64
+def test_input_conditions_are_decided_exactly(kappa0, c0, sigma2, boundary):
+    if boundary:   # a point on a boundary to rounding: c0 = (kappa0 - 1) sigma2^2 or -sigma2^2 in float
+        with np.errstate(all="ignore"):
+            c0 = float((kappa0 - 1) * sigma2 * sigma2) if boundary == 1 else float(-sigma2 * sigma2)
+        if not math.isfinite(c0):
+            c0 = 0.0
+    expected = _exact_inputs_ok(kappa0, c0, sigma2)
+    args = dict(L=2, w=2, a=0.0, kappa_w=3.0, kappa0=kappa0, c0=c0, sigma2=sigma2)
+    try:
+        AFTER.numpy(**args)
+        accepted = True
+    except InputError as e:
+        assert str(e).startswith("kurtosis.after: "), e
+        accepted = False
+    assert accepted == expected, (args, expected)
+
+
+def test_value_at_overflowing_sigma2_matches_mpmath():
+    """The point the overflowing condition rejected (sigma2 = 1e200, kappa0 = 1, c0 = 0) evaluates to the exact value:
+    kappa_L and c_L = sigma2^2 (e_L - 1) against repeated mpmath matrix products."""
+    args = dict(L=3, w=2, a=0.0, kappa_w=3.0, kappa0=1.0, c0=0.0, sigma2=1e200)
+    kap, _ = mp_power(**args)
+    assert abs(AFTER.numpy(**args) - float(kap)) <= 1e-13 * float(kap)
+    assert float(C_AFTER.numpy(**args)) == float(C_AFTER.mp(50, **args)) or \
+        abs(float(C_AFTER.numpy(**args)) / float(C_AFTER.mp(50, **args)) - 1) <= 1e-13

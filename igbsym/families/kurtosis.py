@@ -8,6 +8,8 @@ Notation: u = (1 + a^4)/(1 + a^2)^2 in [1/2, 1]; in raw-moment coordinates m = (
 E[y_i^2 y_j^2]/sigma2^2, the affine map A is the homogeneous 2x2 map M = [[2u kappa_w/w, 3(w-1)/w], [2u/w, (w-1)/w]],
 so kappa_L = lam_+^L (P_+ m_0)_1 + lam_-^L (P_- m_0)_1 with the eigenvalues lam_+- of M and its spectral projectors.
 """
+from fractions import Fraction
+
 import mpmath
 import numpy as np
 import sympy as sp
@@ -228,10 +230,30 @@ def _mp_p_small(eps, n, kappa):
     return part if lower else 1 - part
 
 
+def below_scaled_square(x, k, shift, s) -> np.ndarray:
+    """Exactly x <= (k - shift) s^2, elementwise, for float64 arrays (shift an integer): with s = m 2^e (frexp,
+    1/2 <= m < 1) it compares x 2^-2e with (k - shift) m^2, which cannot overflow (s^2 overflows from s = 1.3e154,
+    and (kappa0 - 1) s^2 gave inf * 0 = NaN at kappa0 = 1); the elements this float comparison cannot decide (within
+    1e-12 relative of each other, or x 2^-2e below the normal range) are decided in exact rational arithmetic."""
+    x, k, s = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, k, s)))
+    m, e = np.frexp(s)
+    with np.errstate(all="ignore"):
+        q = (k - shift) * m * m
+        xs = np.ldexp(x, -2 * e)
+        ok = np.asarray(xs <= q)
+        close = ~(np.abs(xs - q) > 1e-12 * np.maximum(np.abs(xs), np.abs(q))) | ((x != 0) & (np.abs(xs) < 1e-290))
+    for i in np.argwhere(close):
+        i = tuple(i)
+        ok[i] = Fraction(float(x[i])) <= (Fraction(float(k[i])) - shift) * Fraction(float(s[i])) ** 2
+    return ok
+
+
 _KW_COND = Condition(sp.Ge(kw, 1), "kappa_w >= 1 (every law has E[W^4] >= E[W^2]^2)")
 _INPUT_CONDS = (Condition(sp.Ge(k0, 1), "kappa0 >= 1"),
-                Condition(sp.Ge(c0 + s2**2, 0), "c0 >= -sigma2^2 (E[x_i^2 x_j^2] >= 0)"),
-                Condition(sp.Le(c0, (k0 - 1) * s2**2), "c0 <= (kappa0 - 1) sigma2^2 (Cauchy-Schwarz)"))
+                Condition(sp.Ge(c0 + s2**2, 0), "c0 >= -sigma2^2 (E[x_i^2 x_j^2] >= 0)",
+                          numpy=lambda c0, sigma2: below_scaled_square(-np.asarray(c0, float), 1.0, 0, sigma2)),
+                Condition(sp.Le(c0, (k0 - 1) * s2**2), "c0 <= (kappa0 - 1) sigma2^2 (Cauchy-Schwarz)",
+                          numpy=lambda c0, kappa0, sigma2: below_scaled_square(c0, kappa0, 1, sigma2)))
 _HYPOTHESES = ("exact for any input that is zero-mean and jointly sign-symmetric ((x_i) =d (s_i x_i) for all signs "
                "s), e.g. independent symmetric units; every hidden layer of the net is (row-sign flips of W), so "
                "only the input layer needs it; kappa0 = E[x^4]/sigma2^2 and c0 are averages over units / pairs")

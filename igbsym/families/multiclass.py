@@ -50,7 +50,7 @@ import sympy as sp
 from scipy import optimize, special, stats
 
 from ..errors import InputError, NumericalError
-from ..form import Accuracy, ClosedForm, NumericRoute, Param, Provenance
+from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv
 from ..registry import register
 from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
@@ -76,24 +76,14 @@ GAMMA = Param("gamma", "nonnegative", "IGB strength Var_W(mu)/Var_chi(O) (0 and 
               allow_inf=True)
 C_PARAM = Param("C", "integer", "number of classes", minimum=2, maximum=C_MAX)
 G_PARAM = Param("g", "nonnegative", "class fraction, 0 <= g <= 1")
-D_PARAM = Param("D", "integer", "dataset size (number of data points)", minimum=1, maximum=10**9)
-D_INF = Param("D", "positive", "dataset size (inf = the population fraction)", default=math.inf, allow_inf=True)
-
-
-def _integer_d(D):
-    d = np.asarray(D, dtype=float)
-    bad = np.isfinite(d) & ((d != np.round(d)) | (d < 1))
-    if bad.any():
-        raise InputError(f"multiclass: D={d[bad].flat[0]:g} is not allowed; allowed: an integer >= 1 (or inf)")
-    return d
-
-
-def _check_g(g):
-    arr = np.asarray(g, dtype=float)
-    if ((arr < 0) | (arr > 1)).any():
-        bad = arr[(arr < 0) | (arr > 1)].flat[0]
-        raise InputError(f"multiclass: g={bad:g} is not allowed; allowed: 0 <= g <= 1")
-    return arr
+G_OPEN = Param("g", "positive", "class fraction, 0 < g < 1")
+D_MAX = 10**9            # largest finite dataset size (NumPy's multinomial draws counts up to 2^63)
+D_PARAM = Param("D", "integer", "dataset size (number of data points)", minimum=1, maximum=D_MAX)
+D_INF = Param("D", "integer", "dataset size (inf = the population fraction)", default=math.inf, minimum=1,
+              maximum=D_MAX, allow_inf=True)
+G_AT_MOST_1 = Condition(sp.Le(g_s, 1), "g <= 1 (a fraction)")
+G_BELOW_1 = Condition(sp.Lt(G_OPEN.symbol(), 1), "g < 1 (the density lives on 0 < g < 1; g = 1 is an atom at "
+                                                  "gamma = inf)")
 
 
 def _step(C: int) -> float:
@@ -597,7 +587,6 @@ def _by_pair(fn, g, gamma, C):
 
 
 def cdf_numpy(g, gamma, C):
-    g = _check_g(g)
     shape, gg, gm, cc, out = _by_pair(_monotone_cdf, g, gamma, C)
     s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
     out = np.where(cc == 2, special.ndtr(_probit(gg) / s), out)
@@ -623,18 +612,10 @@ def _probit(g):
 
 
 def pdf_numpy(g, gamma, C):
-    g = _check_g(g)
-    if np.any((g <= 0) | (g >= 1)):
-        raise InputError("multiclass.pdf: g must satisfy 0 < g < 1")
     shape, gg, gm, cc, out = _by_pair(lambda x, tab: tab.replicates(x)[1].mean(0), g, gamma, C)
     x = _probit(gg)
     binary = np.exp(-0.5 * np.log(gm) + (1 - 1 / gm) * x * x / 2)
     return np.where(cc == 2, binary, np.maximum(out, 0.0)).reshape(shape)   # the control variate can dip below 0
-
-
-def _positive_finite_gamma(name, gamma):
-    if not (0 < gamma < mpmath.inf):
-        raise InputError(f"{name}: the density needs 0 < gamma < inf (gamma = 0 and inf are atoms: use the cdf)")
 
 
 # --- p_empty: E[(1 - G_c)^D] = int_0^inf e^-t F(1 - e^(-t/D)) dt, t = e^xi ------------------------------------
@@ -710,8 +691,78 @@ def p_empty_mp(gamma, C, D):
     if int(C) != 2:
         raise NumericalError("multiclass.p_empty: no mpmath reference for C >= 3 (randomised QMC route; its standard "
                              "error is multiclass.p_empty_replicates(...).std(ddof=1)/sqrt(K_SCRAMBLES))")
-    s = mpmath.sqrt(gamma)
-    return mpmath.quad(lambda z: mpmath.npdf(z) * mpmath.ncdf(-s * z) ** int(D), [-mpmath.inf, 0, mpmath.inf])
+    s, D = mpmath.sqrt(gamma), int(D)
+    return mp_log_concave_integral(lambda z: -z * z / 2 + D * mp_log_ndtr(-s * z),
+                                   lambda z: -z - D * s * mp_mills(-s * z)) / mpmath.sqrt(2 * mpmath.pi)
+
+
+_MP_ASYMPTOTIC = mpmath.mpf(10) ** 40   # |x| beyond which log Phi(x) is taken from its asymptotic series
+
+
+def mp_log_ndtr(x):
+    """log Phi(x) in mpmath for any real x: mpmath.ncdf overflows a float inside erfc from |x| ~ 1e154 (OverflowError
+    at gamma = 1.8e308); below -1e40 the asymptotic series -x^2/2 - log(-x sqrt(2 pi)) + log(sum_n (-1)^n (2n-1)!!
+    x^-2n), summed until a term is below 2^-prec (the terms fall by > 1e79 each), above 1e40 log1p(-Phi(-x))."""
+    if x > _MP_ASYMPTOTIC:
+        return mpmath.log1p(-mpmath.exp(mp_log_ndtr(-x)))
+    if x >= -_MP_ASYMPTOTIC:
+        return mpmath.log(mpmath.ncdf(x))
+    total, term, n, tol = mpmath.mpf(1), mpmath.mpf(1), 0, mpmath.mpf(2) ** (-mpmath.mp.prec - 10)
+    while abs(term) > tol:
+        n += 1
+        term *= -(2 * n - 1) / (x * x)
+        total += term
+    return -x * x / 2 - mpmath.log(-x * mpmath.sqrt(2 * mpmath.pi)) + mpmath.log(total)
+
+
+def mp_mills(x):
+    """phi(x)/Phi(x) = d log Phi(x)/dx in mpmath for any real x (through mp_log_ndtr)."""
+    return mpmath.exp(-x * x / 2 - mp_log_ndtr(x)) / mpmath.sqrt(2 * mpmath.pi)
+
+
+MP_NEGLIGIBLE_LOG = -10_000   # log of the peak below which mp_log_concave_integral returns 0 (see there)
+
+
+def mp_log_concave_integral(log_f, dlog_f):
+    """int exp(log_f(x)) dx over the real line at full relative precision whatever its size, for log_f'' <= -1 (a
+    standard normal factor times log-concave ones): mpmath.quad's tolerance is absolute, so on a fixed interval a value
+    of 1e-17 came back as 4.5e-38 (multiclass.p_empty, C = 2, gamma = 0.3, D = 1e6) and one of 4e-30 was off by 1e-2.
+    Here the integrand is divided by its value at the mode x0 (bisection of the decreasing dlog_f) and integrated in
+    t = x - x0 over +- X, X = sqrt(2 (dps + 10) ln 10) (log_f(x) <= log_f(x0) - t^2/2: the cut tails are < 10^-(dps + 5)
+    of the value), split at t = +- w 4^j with w = 1/sqrt(-log_f''(x0)) the peak's own width. x0 and log_f are taken
+    with log2 |x0| + log2 |log_f(x0)| extra bits (the mode can sit at 1e149 and log_f at -1e299), quad at the working
+    precision. Where log_f(x0) < MP_NEGLIGIBLE_LOG the value (< sqrt(2 pi) e^log_f(x0) < 10^-4000) is returned as 0:
+    an absolute error no double and no comparison at 1e-300 can see, stated here (an exact value would take tens of
+    seconds of ~1700-bit arithmetic at gamma = 1e-300)."""
+    lo, hi = mpmath.mpf(-1), mpmath.mpf(1)
+    while dlog_f(lo) <= 0:
+        lo *= 2
+    while dlog_f(hi) >= 0:
+        hi *= 2
+    extra = int(mpmath.log(max(-lo, hi), 2)) + 10
+    with mpmath.extraprec(extra):
+        while True:
+            mid = (lo + hi) / 2
+            if mid in (lo, hi):
+                break
+            lo, hi = (mid, hi) if dlog_f(mid) > 0 else (lo, mid)
+        peak = log_f(mid)
+        if peak < MP_NEGLIGIBLE_LOG:
+            return mpmath.mpf(0)
+        extra += int(mpmath.log(1 + abs(peak), 2)) + 10
+    with mpmath.extraprec(extra):
+        x0 = +mid
+        top = log_f(x0)
+        e = mpmath.mpf(2) ** (-(mpmath.mp.prec - extra) // 3)
+        w = 1 / mpmath.sqrt(max(1, (dlog_f(x0 - e) - dlog_f(x0 + e)) / (2 * e)))
+
+    def ratio(t):
+        with mpmath.extraprec(extra):
+            return mpmath.exp(log_f(x0 + t) - top)
+    X = mpmath.sqrt(2 * (mpmath.mp.dps + 10) * mpmath.log(10))
+    w = +w
+    steps = [w * 4**j for j in range(int(mpmath.log(X / w, 4)) + 1)] + [X]
+    return mpmath.exp(top) * mpmath.quad(ratio, [-t for t in reversed(steps)] + [0] + steps)
 
 
 def _p_empty_limit(gamma, C, D):
@@ -725,8 +776,9 @@ def _p_empty_limit(gamma, C, D):
 # ============================================================================ whole vectors (max fraction, entropy)
 def vector_samples(gamma: float, C: int, n: int | None = None, seed: int = 0) -> np.ndarray:
     """n exact fraction vectors (G_1..G_C) [n, C] for means u ~ N(0, gamma I_C) (fixed seed); n defaults to
-    min(4000, VEC_BUDGET // C)."""
-    n = n or max(100, min(4000, VEC_BUDGET // C))
+    min(4000, VEC_BUDGET // C) (10 at C = C_MAX), so n C <= VEC_BUDGET bounds the cost whatever C (a floor of 100
+    made it grow as C above C = 1000: 19 s of CPU per gamma at C = 10^4)."""
+    n = n or min(4000, VEC_BUDGET // C)
     return _vectors(float(gamma), int(C), int(n), int(seed)).copy()
 
 
@@ -774,65 +826,107 @@ def max_fraction_samples(gamma: float, C: int, D: float = math.inf) -> np.ndarra
     return np.sort(_observed(vector_samples(gamma, C), D).max(1))
 
 
-def _over_points(fn, *arrays):
-    shape, flat = _pairs(*arrays)
-    out = np.empty(flat[0].shape)
-    for i, key in enumerate(zip(*flat)):
-        out[i] = fn(*key)
+def _vector_route(exact, sampled, gamma, C, D, *more):
+    """Evaluate per point: ``exact(gamma, *more)`` (vectorised) where C = 2 and D = inf (G_0 = Phi(sqrt(gamma) Z), the
+    igb law, gives closed forms), else the Monte Carlo ``sampled(gamma, C, D, *more)`` over fraction vectors."""
+    shape, (gm, cc, dd, *rest) = _pairs(gamma, C, D, *more)
+    binary = (cc == 2) & np.isinf(dd)
+    out = np.empty(gm.shape)
+    out[binary] = exact(gm[binary], *[r[binary] for r in rest])
+    for i in np.nonzero(~binary)[0]:
+        out[i] = sampled(gm[i], int(cc[i]), dd[i], *[r[i] for r in rest])
     return out.reshape(shape)
 
 
+_X, _X_W = _panels(np.linspace(-40.0, 40.0, 81), 16)   # h(Phi(x)) < 1e-300 beyond |x| = 37
+
+
+def _binary_entropy(gamma):
+    """E h(Phi(s Z)), h(p) = -p log p - (1-p) log(1-p), s = sqrt(gamma) (C = 2): 16-node Gauss-Legendre on unit panels
+    of [-40, 40], in z for s < 1 and in x = s z (weight phi(x/s)/s) for s >= 1, so the rule follows the integrand's
+    scale at every gamma (entropy ~ 1/s for large s)."""
+    s = np.sqrt(gamma)[:, None]
+    small = s < 1
+    t = np.where(small, s * _X, _X)                                      # the argument of Phi
+    weight = np.where(small, np.exp(-_X**2 / 2), np.exp(-(_X / np.where(small, 1.0, s)) ** 2 / 2) / s) / _SQ2PI
+    h = -(special.ndtr(t) * special.log_ndtr(t) + special.ndtr(-t) * special.log_ndtr(-t))
+    return (weight * h) @ _X_W
+
+
 def max_fraction_numpy(gamma, C, D):
-    _integer_d(D)
-    return _over_points(lambda gm, cc, dd: max_fraction_samples(gm, int(cc), dd).mean(), gamma, C, D)
+    return _vector_route(lambda gm: 0.5 + np.arctan(np.sqrt(gm)) / np.pi,
+                         lambda gm, cc, dd: max_fraction_samples(gm, cc, dd).mean(), gamma, C, D)
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
-    _check_g(g)
-    _integer_d(D)
+    def binary(gm, gg):   # max(G, 1 - G) <= g  <=>  |Z| <= Phi^-1(g)/s
+        s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
+        out = np.where(gg < 0.5, 0.0, special.erf(_probit(np.maximum(gg, 0.5)) / (s * math.sqrt(2))))
+        return np.where(gm == 0, gg >= 0.5, np.where(np.isinf(gm), gg >= 1, out))
 
-    def one(gm, cc, dd, gg):
-        x = max_fraction_samples(gm, int(cc), dd)
+    def sampled(gm, cc, dd, gg):
+        x = max_fraction_samples(gm, cc, dd)
         return np.searchsorted(x, gg, side="right") / x.size
-    shape, (gm, cc, dd, gg) = _pairs(gamma, C, D, g)
-    return np.array([one(*k) for k in zip(gm, cc, dd, gg)]).reshape(shape)
+    return _vector_route(binary, sampled, gamma, C, D, g)
 
 
 def entropy_numpy(gamma, C, D):
-    _integer_d(D)
-
-    def one(gm, cc, dd):
-        p = _observed(vector_samples(gm, int(cc)), dd)
+    def sampled(gm, cc, dd):
+        p = _observed(vector_samples(gm, cc), dd)
         return float(-special.xlogy(p, p).sum(1).mean())
-    return _over_points(one, gamma, C, D)
+    return _vector_route(_binary_entropy, sampled, gamma, C, D)
 
 
-def _no_mp_reference(**_):
-    raise NumericalError("multiclass.max_fraction_cdf: Monte Carlo route, no mpmath reference")
+def _no_vector_reference(name, C, D):
+    if int(C) != 2 or D != mpmath.inf:
+        raise NumericalError(f"{name}: no mpmath reference for C >= 3 or finite D (Monte Carlo route; see "
+                             "vector_samples)")
 
 
 def _binary_max_mp(gamma, C, D):
-    if int(C) != 2 or D != mpmath.inf:
-        raise NumericalError("no mpmath reference for C >= 3 or finite D (Monte Carlo route; see vector_samples)")
+    _no_vector_reference("multiclass.max_fraction", C, D)
     return mpmath.mpf(1) / 2 + mpmath.atan(mpmath.sqrt(gamma)) / mpmath.pi
 
 
-def _binary_entropy_mp(gamma, C, D):
-    if int(C) != 2 or D != mpmath.inf:
-        raise NumericalError("no mpmath reference for C >= 3 or finite D (Monte Carlo route; see vector_samples)")
-    s = mpmath.sqrt(gamma)
+def _binary_max_cdf_mp(g, gamma, C, D):
+    """C = 2: P(max(G, 1 - G) <= g) = P(|Z| <= Phi^-1(g)/sqrt(gamma)) = erf(erfinv(2g - 1)/sqrt(gamma)) for g >= 1/2."""
+    _no_vector_reference("multiclass.max_fraction_cdf", C, D)
+    if g < mpmath.mpf(1) / 2:
+        return mpmath.mpf(0)
+    if gamma == 0 or g == 1:
+        return mpmath.mpf(1)
+    return mpmath.mpf(0) if gamma == mpmath.inf else mpmath.erf(mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
 
-    def h(z):
-        p = mpmath.ncdf(s * z)
-        return -(p * mpmath.log(p) + (1 - p) * mpmath.log(1 - p)) if 0 < p < 1 else mpmath.mpf(0)
-    return mpmath.quad(lambda z: mpmath.npdf(z) * h(z), [-mpmath.inf, 0, mpmath.inf])
+
+def _binary_entropy_mp(gamma, C, D):
+    """C = 2: E h(Phi(s Z)); for s > 1 in x = s z (the integrand's scale is 1 in x: a spike of width 1/s in z), on
+    [-X, X] with X = sqrt(2 (dps + 10) ln 10): the integrand is <= phi(|x|) (1 + x^2) beyond, so the cut tails are
+    below 10^-(dps + 5) of the value (an infinite interval put tanh-sinh nodes at x ~ 1e125 for s = 1e125 and missed
+    the bump: 7.2013e-126 for 7.2065e-126 at both 30 and 50 digits)."""
+    _no_vector_reference("multiclass.entropy", C, D)
+    s = mpmath.sqrt(gamma)
+    X = mpmath.sqrt(2 * (mpmath.mp.dps + 10) * mpmath.log(10))
+    ends = [-X, -8, -3, -1, 0, 1, 3, 8, X]
+
+    def h(x):
+        p, q = mpmath.ncdf(x), mpmath.ncdf(-x)
+        return -(p * mpmath.log(p) + q * mpmath.log(q)) if p > 0 and q > 0 else mpmath.mpf(0)
+    if s > 1:
+        return mpmath.quad(lambda x: mpmath.npdf(x / s) * h(x), ends) / s
+    return mpmath.quad(lambda z: mpmath.npdf(z) * h(s * z), ends)
+
+
+def mp_probit(g):
+    """Phi^-1(g) in mpmath for 0 < g < 1 at full relative precision: sqrt(2) erfinv(2g - 1) with -log2(g) extra bits,
+    so 2g - 1 keeps every digit of a tiny g (at g = 1e-320 and 50 digits it rounded to -1: Phi^-1 = -inf)."""
+    with mpmath.extraprec(max(0, int(-mpmath.log(min(g, 1 - g), 2))) + 20):
+        return mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
 
 
 # ============================================================================ the paper's approximation (App. H)
 def paper_approx_numpy(g, gamma, C):
     """P(Phi((u_c - M)/sqrt 2) <= g), M the largest of C - 1 i.i.d. N(0, gamma): E_M[Phi(M/s + sqrt(2) x/s)]."""
-    g = _check_g(g)
-    g, gamma, C = np.broadcast_arrays(g, np.asarray(gamma, float), np.asarray(C, float))
+    g, gamma, C = np.broadcast_arrays(np.asarray(g, float), np.asarray(gamma, float), np.asarray(C, float))
     x = _probit(g)
     nodes, weights = gumbel_gauss_rule()
     regular = (gamma > 0) & np.isfinite(gamma) & (g > 0) & (g < 1)
@@ -848,11 +942,10 @@ def paper_approx_mp(g, gamma, C):
     k = int(C) - 1
     if g <= 0 or g >= 1:
         return mpmath.mpf(0) if g <= 0 else mpmath.mpf(1)
-    shift = mpmath.sqrt(2) * mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma)
-    dens = lambda m: k * mpmath.npdf(m) * mpmath.ncdf(m) ** (k - 1)  # noqa: E731
-    centre = mpmath.sqrt(2 * mpmath.log(k)) if k > 1 else mpmath.mpf(0)
-    return mpmath.quad(lambda m: dens(m) * mpmath.ncdf(m + shift), [-mpmath.inf, centre - 2, centre, centre + 2,
-                                                                      mpmath.inf])
+    shift = mpmath.sqrt(2) * mp_probit(g) / mpmath.sqrt(gamma)
+    return k * mp_log_concave_integral(lambda m: -m * m / 2 + (k - 1) * mp_log_ndtr(m) + mp_log_ndtr(m + shift),
+                                       lambda m: -m + (k - 1) * mp_mills(m) + mp_mills(m + shift)) / mpmath.sqrt(
+                                           2 * mpmath.pi)
 
 
 def _paper_limit(g, gamma, C):
@@ -892,7 +985,8 @@ def _stated(text: str) -> Accuracy:
 _LAW_ACC = _stated("randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
                    "at 99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
 _VEC_ACC = _stated("Monte Carlo over fraction vectors, absolute error within a few sample SD/sqrt(n) (n = "
-                   "min(4000, 1e5/C)); exact at C = 2 (mpmath) and gamma in {0, inf}")
+                   "min(4000, 1e5/C)); at D = inf exact where C = 2 (closed forms, the C = 2 entropy by a 1-d "
+                   "quadrature) or gamma in {0, inf}")
 
 
 def _route(np_fn, mp_fn, method, error, defining=None):
@@ -903,14 +997,13 @@ def _mp_binary_cdf(g, gamma, C):
     if int(C) != 2:
         raise NumericalError("multiclass.cdf: no mpmath reference for C >= 3 (randomised QMC route; "
                              "law_bound gives its error bound)")
-    return mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
+    return mpmath.ncdf(mp_probit(g) / mpmath.sqrt(gamma))
 
 
 def _mp_binary_pdf(g, gamma, C):
-    _positive_finite_gamma("multiclass.pdf", gamma)
     if int(C) != 2:
         raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (randomised QMC route)")
-    x = mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
+    x = mp_probit(g)
     return mpmath.exp((1 - 1 / gamma) * x * x / 2) / mpmath.sqrt(gamma)
 
 
@@ -937,7 +1030,7 @@ register(ClosedForm(
     display=r"E\left[\Phi_2\left(T_1, T_2; \tfrac{\gamma}{1+\gamma}\right)^{C-1}\right] - \frac{1}{C^2}"))
 register(ClosedForm(
     "multiclass.cdf", "P(G_c <= g): the law of the fraction of the data put in one class c of C.",
-    (G_PARAM, GAMMA, C_PARAM), LAW,
+    (G_PARAM, GAMMA, C_PARAM), LAW, conditions=(G_AT_MOST_1,),
     accuracy=_LAW_ACC,
     builder=_route(cdf_numpy, _mp_binary_cdf, "randomised QMC over the other means (exact igb.cdf at C = 2)",
                    MC_ERROR, sp.Function("P")(sp.Le(_G_DEF, g_s))), limit=_cdf_limit,
@@ -945,7 +1038,7 @@ register(ClosedForm(
             r"u \sim N(0, \gamma I_C)"))
 register(ClosedForm(
     "multiclass.pdf", "Density of one class fraction G_c (0 < gamma < inf; C = 2 is igb.pdf).",
-    (Param("g", "positive", "class fraction, 0 < g < 1"), Param("gamma", "positive", "IGB strength"), C_PARAM), LAW,
+    (G_OPEN, Param("gamma", "positive", "IGB strength"), C_PARAM), LAW, conditions=(G_BELOW_1,),
     accuracy=_LAW_ACC,
     builder=_route(pdf_numpy, _mp_binary_pdf, "randomised QMC (density of the Rao-Blackwellised cdf); "
                    "exact igb.pdf at C = 2", MC_ERROR.replace("law_bound", "T x SE of law_replicates' densities"),
@@ -970,8 +1063,8 @@ register(ClosedForm(
     limit=lambda gamma, C, D: None if (lim := _p_empty_limit(gamma, C, D)) is None else C * lim,
     display=r"C\,E\left[(1 - G_c)^D\right]"))
 _VEC_ERROR = (f"Monte Carlo over n = min(4000, {VEC_BUDGET}/C) fixed exact fraction vectors (each by quadrature, "
-              "sum_c G_c = 1 to 1e-12): standard error = sample SD/sqrt(n) (see vector_samples); exact at C = 2 "
-              "(mpmath) and gamma in {0, inf}")
+              "sum_c G_c = 1 to 1e-12): standard error = sample SD/sqrt(n) (see vector_samples); at D = inf exact "
+              "where C = 2 (closed forms; mpmath) or gamma in {0, inf}")
 register(ClosedForm(
     "multiclass.max_fraction", "E[max_c G_c]: mean fraction of the dominant class (the sorted frequencies of App. H), "
     "as measured on D data points (D = inf: the population value).", (GAMMA, C_PARAM, D_INF),
@@ -985,8 +1078,10 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.max_fraction_cdf", "P(max_c G_c <= g): the law of the dominant class fraction (at dataset size D).",
     (G_PARAM, GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
+    conditions=(G_AT_MOST_1,),
     accuracy=_VEC_ACC,
-    builder=_route(max_fraction_cdf_numpy, _no_mp_reference, "empirical CDF of Monte Carlo max fractions",
+    builder=_route(max_fraction_cdf_numpy, _binary_max_cdf_mp, "empirical CDF of Monte Carlo max fractions "
+                   "(exact erf(erfinv(2g - 1)/sqrt(gamma)) at C = 2, D = inf)",
                    _VEC_ERROR.replace("standard error", "DKW band"),
                    sp.Function("P")(sp.Le(sp.Function("max_c")(_Gc), g_s))),
     display=r"P\left(\max_c G_c \le g\right)"))
@@ -1006,7 +1101,7 @@ PAPER_NOTE = ("ERRATUM: the construction compares class c with the largest of th
 register(ClosedForm(
     "multiclass.paper_approx", "The paper's App. H construction as printed: P(Phi((u_c - M_{C-1})/sqrt 2) <= g), "
     "M_{C-1} the largest of the other C-1 means (Eqs. 189-192 + the binary law).", (G_PARAM, GAMMA, C_PARAM),
-    Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE),
+    Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE), conditions=(G_AT_MOST_1,),
     accuracy=_stated("absolute error <= 1e-9 for gamma >= 0.1 (40-node Gumbel-Gauss rule)"),
     builder=_route(paper_approx_numpy, paper_approx_mp, "40-node Gumbel-Gauss rule for the maximum (maxpool)",
                    "absolute error <= 1e-9 for gamma >= 0.1 (smooth integrand), tested against mpmath",
