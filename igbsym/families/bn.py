@@ -158,7 +158,9 @@ def _lower_tail(b, B, canonical: bool):
     * near the centre, where the central mass I_y(1/2, a) = P(|V| <= |b|) is at most 1/2: (1 - I_y(1/2, a))/2,
       with I_y computed directly (y = 1 - x without cancellation; SciPy's complement betaincc(1/2, 1/2, y) loses
       up to all digits for y < 1e-12, and x = 1 - y rounds to 1 for |b| < 1e-8, e.g. B = 3 at b = 6e-8);
-    * otherwise SciPy's regularised incomplete beta, through its complement I_y(1/2, a) where x > 1/2 (no 1 - I).
+    * proxy with B < 100 and x = B/(B + b²) <= 1e-3 (or b² overflowing): the tail in logs (_proxy_far_tail);
+    * otherwise SciPy's regularised incomplete beta, through its complement I_y(1/2, a) where x > 1/2 (no 1 - I);
+      for the canonical law x = 1 - b²/(B-1) is computed exactly near the support's edge (_canonical_x).
     """
     b, B = np.broadcast_arrays(np.abs(np.asarray(b, float)), np.asarray(B, float))
     shape, b, B = b.shape, b.ravel(), B.ravel()
