@@ -318,3 +318,54 @@ def test_tv_at_huge_B(B):
     with mpmath.workdps(60):
         mp_tv_value = get("bn.tv_proxy").mp(50, B=B)
     assert abs(float(mp_tv_value) * B / const - 1) < 2e-12
+
+
+def _mp_student_beta_tail(b, B, canonical: bool):
+    """P(V <= -|b|) = I_x((B-2)/2, 1/2)/2 from the Student-t / Beta law at 120 digits, with b the exact double."""
+    with mpmath.workdps(120):
+        u, m = mpmath.mpf(b) ** 2, mpmath.mpf(B - 1 if canonical else B)
+        x = 1 - u / m if canonical else m / (m + u)
+        return mpmath.betainc(mpmath.mpf(B - 2) / 2, mpmath.mpf(1) / 2, 0, x, regularized=True) / 2
+
+
+@pytest.mark.parametrize("b,B", [(-3.5e156, 3), (-1.7976931348623157e308, 3), (-1e200, 4), (-1.7e104, 5),
+                                 (-1.2e78, 6), (-2.4e62, 7), (-8.4e17, 20), (-3e7, 50), (-1e300, 99)])
+def test_proxy_cdf_far_tail(b, B):
+    """bn.cdf returned 0 where b² overflows (B = 3 from |b| = 1.3e154: 0 for 1.6e-157, a relative error of 1) and
+    where SciPy's betainc flushes to 0 (B = 7 at b = -2.4e62: 0 for 2.5e-311); the far tail is now taken in logs.
+    Values below 1e-300 are held to 1e-312 absolute (the domain test's rule), the others to 1e-12 relative."""
+    want = _mp_student_beta_tail(b, B, False)
+    got = get("bn.cdf").numpy(b=b, B=B)
+    if want > 1e-300:
+        assert rel(got, want) < 1e-12
+    else:
+        assert abs(mpmath.mpf(float(got)) - want) < 1e-312
+    assert get("bn.cdf").numpy(b=-b, B=B) == 1.0
+
+
+@pytest.mark.parametrize("B", [3, 4, 10, 50, 1000, 2**60 + 2**9])
+@pytest.mark.parametrize("gap", [1e-3, 1e-8, 1e-12, 1e-15])
+def test_canonical_law_at_the_edge_of_its_support(B, gap):
+    """|b| = (1 - gap) sqrt(B-1): 1 - b²/(B-1) computed from the rounded b² lost ε/gap relative (bn.cdf_canonical
+    at B = 3, gap = 1e-15 was 1.2 % off, bn.pdf_canonical at B = 10 4.6 %). References: the Beta law's CDF and
+    density (mp_canon_pdf) at the exact double b, 120 digits."""
+    b = -float(np.nextafter(math.sqrt(B - 1) * (1 - gap), 0))
+    want_cdf = _mp_student_beta_tail(b, B, True)
+    with mpmath.workdps(120):
+        want_pdf = mp_canon_pdf(mpmath.mpf(b), mpmath.mpf(B))
+    for name, want in (("bn.cdf_canonical", want_cdf), ("bn.pdf_canonical", want_pdf)):
+        got = get(name).numpy(b=b, B=B)
+        if abs(want) > 1e-300:
+            assert rel(got, want) < 1e-13, (name, got, want)
+        else:
+            assert abs(mpmath.mpf(float(got)) - want) < 1e-312, (name, got, want)
+
+
+def test_cdf_array_call_gives_the_scalar_value():
+    """The Gauss-Laguerre tail (B >= 100, |b| >= 6) summed its rule by a matrix-vector product, whose rounding
+    depends on the number of rows: B = 101, b = -27.43 differed by 1 ulp between an array and a scalar call."""
+    for name in ("bn.cdf", "bn.cdf_canonical"):
+        for b, B in ((-27.428774266138053, 101), (-7.5, 1000), (-9.0, 150)):
+            scalar = get(name).numpy(b=b, B=B)
+            array = get(name).numpy(b=np.array([b, 24.69, -6.1, -300.0]), B=B)
+            assert array[0] == scalar, (name, b, B)

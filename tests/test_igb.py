@@ -212,3 +212,37 @@ def test_gamma_at_tiny_sigma_w(activation, sigma_w):
         assert got < 1e-300
     else:
         assert rel_err(got, want) < 1e-12
+
+
+@pytest.mark.parametrize("a,sigma_w", [(-1.7976931348623157e308, 5e-324), (1.7976931348623157e308, 1.0),
+                                       (4.4e167, 4.6e-6), (-3e154, 2.0), (0.01, 1e300), (-0.5, 1.0)])
+def test_gamma_of_leaky_relu_over_the_double_range(a, sigma_w):
+    """The lambdified (a-1)²/((π-1)a² + 2a + π - 1) gave NaN from |a| = 1.3e154 (a² overflows). Reference: the
+    defining integrals E φ_a(Z), E φ_a(Z)² by 60-digit mpmath quadrature (γ does not depend on σ_w: φ_a is
+    positively homogeneous)."""
+    with mpmath.workdps(60):
+        am = mpmath.mpf(a)
+        m1 = mpmath.quad(lambda z: am * z * mpmath.npdf(z), [-mpmath.inf, 0]) + \
+            mpmath.quad(lambda z: z * mpmath.npdf(z), [0, mpmath.inf])
+        m2 = mpmath.quad(lambda z: (am * z) ** 2 * mpmath.npdf(z), [-mpmath.inf, 0]) + mpmath.mpf(1) / 2
+        want = m1 * m1 / (m2 - m1 * m1)
+    got = igbsym.get("igb.gamma").numpy(activation="leaky_relu", sigma_w=sigma_w, a=a)
+    assert rel_err(got, want) < 1e-15
+    arr = igbsym.get("igb.gamma").numpy(activation="leaky_relu", sigma_w=sigma_w, a=np.array([a, 0.3]))
+    assert arr[0] == got
+
+
+@pytest.mark.parametrize("activation", ["gelu", "silu"])
+@pytest.mark.parametrize("sigma_w", [1e160, 1e250, 1.7976931348623157e308])
+def test_gamma_at_huge_sigma_w(activation, sigma_w):
+    """igb.gamma was 0 from σ_w ~ 1e154 (Var[φ] overflows to inf, E[φ]²/inf = 0); the value is 1/(π - 1)(1 + O(σ⁻²)).
+    Reference: the defining integrals E φ(σZ), E φ(σZ)² by 40-digit mpmath quadrature in z, split at 0 (φ's kink
+    scale 1/σ), scaled by σ and σ² (Φ by igbsym.functions.mp_ncdf: mpmath.ncdf overflows beyond |x| ~ 1e150)."""
+    from igbsym.functions import mp_ncdf
+    phi = {"gelu": lambda x: x * mp_ncdf(x), "silu": lambda x: x / (1 + mpmath.exp(-x))}[activation]
+    with mpmath.workdps(40):
+        s = mpmath.mpf(sigma_w)
+        m = mpmath.quad(lambda z: phi(s * z) / s * mpmath.npdf(z), [-mpmath.inf, 0, mpmath.inf])
+        m2 = mpmath.quad(lambda z: (phi(s * z) / s) ** 2 * mpmath.npdf(z), [-mpmath.inf, 0, mpmath.inf])
+        want = m * m / (m2 - m * m)
+    assert rel_err(igbsym.get("igb.gamma").numpy(activation=activation, sigma_w=sigma_w), want) < 1e-14

@@ -190,3 +190,13 @@ def test_mean_and_var_kernels_against_quadrature_across_the_switch(t):
     assert rel_err(igbsym.get("rectified.var").numpy(mu=mu, sigma=sigma), var) < 16 * unit
     both = igbsym.get("rectified.var").numpy(mu=np.array([mu, 0.3]), sigma=np.array([sigma, 2.0]))
     assert both[0] == igbsym.get("rectified.var").numpy(mu=mu, sigma=sigma)  # array = scalar, bit for bit
+
+
+@pytest.mark.parametrize("n", [30, 40, 60])
+@pytest.mark.parametrize("t", [-1.0, -0.941, -0.5, -0.26, -0.25, -0.01])
+def test_rectified_moment_high_order_near_the_recursion_switch(n, t):
+    """The forward ratio recursion ran for every t >= -1, but for t < 0 it amplifies rounding by ~e^{2|t| sqrt(n)}:
+    n = 60 at t = -1 was 1.8e-10 off (the domain test's corner), n = 40 at t = -0.94 1.2e-11. Now forward only for
+    t >= -2/sqrt(n); reference: 50-digit quadrature of the defining integral (_moment_reference)."""
+    got = igbsym.get("rectified.moment").numpy(n=n, mu=t, sigma=1.0)
+    assert rel_err(got, _moment_reference(n, t, 1.0)) < 2e-13

@@ -167,19 +167,23 @@ def gamma_case(activation):
         return sp.simplify((m**2 / v).subs(s, _sw))
     if not isinstance(m, NumericRoute) and m == 0:
         return sp.S.Zero
-    small = _small_sigma_gamma(activation)
+    small, large = _small_sigma_gamma(activation), _large_sigma_gamma(activation)
 
     def ratio(sigma_w, a):
         m = mean.numpy(activation=activation, sigma=sigma_w, a=a)
         quad = m * (m / var.numpy(activation=activation, sigma=sigma_w, a=a))  # m² underflows from m < 1.5e-154
-        return quad if small is None else np.where(np.asarray(sigma_w) <= _SMALL_SIGMA, small(sigma_w), quad)
+        sigma_w = np.asarray(sigma_w)
+        if small is not None:
+            quad = np.where(sigma_w <= _SMALL_SIGMA, small(sigma_w), quad)
+        return quad if large is None else np.where(sigma_w >= _LARGE_SIGMA, large, quad)
     return NumericRoute(
         ratio,
         lambda sigma_w, a: mean.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()) ** 2
         / var.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()),
-        "ratio of quadratures; for sigma_w <= 1e-100 the Taylor limit (mean and variance both underflow there)",
-        "relative error <= 3e-12 (twice the quadrature bound plus rounding); the small-sigma limit is exact to "
-        "O(sigma_w^2) < 1e-199 relative",
+        "ratio of quadratures; for sigma_w <= 1e-100 the Taylor limit (mean and variance both underflow there), for "
+        "sigma_w >= 1e100 the limit of a linear far field (the variance overflows from sigma_w ~ 1e154)",
+        "relative error <= 3e-12 (twice the quadrature bound plus rounding); the small- and large-sigma limits are "
+        "exact to O(sigma_w^2), O(sigma_w^-2) < 1e-199 relative",
         sp.Function("E")(sp.Symbol("phi"))**2 / sp.Function("Var")(sp.Symbol("phi")))
 
 
@@ -201,6 +205,47 @@ def _small_sigma_gamma(activation):
     return lambda sigma_w: c * np.square(sigma_w)
 
 
+_LARGE_SIGMA = 1e100  # above, the large-sigma limit of a linear far field (Var[phi] overflows from sigma ~ 1e154)
+
+
+def _large_sigma_gamma(activation):
+    """γ(σ) for σ >= 1e100 where φ(x) = c₊x (x > 0), c₋x (x < 0) plus a remainder r with x³r(x) -> 0 at ±∞ (SiLU,
+    GELU: exponentially small): E φ(σZ) = σ(c₊ - c₋)/√(2π) + O(1/σ) and E φ(σZ)² = σ²(c₊² + c₋²)/2 + O(1), so
+    γ = (c₊ - c₋)²/(π(c₊² + c₋²) - (c₊ - c₋)²) (1 + O(σ⁻²)) (ReLU's 1/(π - 1) at c₊ = 1, c₋ = 0); None where φ
+    is bounded (c₊ = c₋ = 0: its moments stay finite and the quadrature ratio holds) or the remainder is not small."""
+    x = acts.x_
+    phi = acts.ACTIVATIONS[activation].expr.rewrite(sp.erf)   # (Phi -> erf: SymPy's limits know erf)
+    if phi.free_symbols - {x}:
+        return None
+    slopes = [sp.limit(phi / x, x, end) for end in (sp.oo, -sp.oo)]
+    if any(not c.is_finite for c in slopes) or slopes == [0, 0]:
+        return None
+    cp, cm = slopes
+    for end, c in ((sp.oo, cp), (-sp.oo, cm)):
+        if sp.limit(x**3 * (phi - c * x), x, end) != 0:
+            return None
+    return float((cp - cm) ** 2 / (sp.pi * (cp**2 + cm**2) - (cp - cm) ** 2))
+
+
+def _leaky_gamma(a):
+    """(1 - a)²/((π - 1)a² + 2a + π - 1) with numerator and denominator divided by s² = max(1, |a|)² (no a²
+    overflow: the lambdified expression gave NaN from |a| = 1.3e154); the quadratic has no real root, so the
+    denominator loses no digits."""
+    a = np.asarray(a, dtype=float)
+    s = np.maximum(1.0, np.abs(a))
+    t = a / s
+    num = (1 - a) / s
+    return num * num / ((np.pi - 1) * t * t + 2 * t / s + (np.pi - 1) / (s * s))
+
+
+def _exact_gamma_kernel(activation, sigma_w, a):
+    """NumPy kernel of the exact cases: leaky_relu by _leaky_gamma, the others are constants."""
+    shape = np.broadcast(np.asarray(sigma_w), np.asarray(a)).shape
+    if activation == "leaky_relu":
+        return np.broadcast_to(_leaky_gamma(a), shape) + 0.0
+    return np.full(shape, float(gamma_case(activation)))
+
+
 def _dps():
     import mpmath
     return mpmath.mp.dps
@@ -209,4 +254,5 @@ def _dps():
 register(ClosedForm(
     "igb.gamma", "gamma = Var_W(mu_c)/Var_chi(O_c) of a single-hidden-layer net (Kaiming weights, N(0, I) data).",
     (Param("activation", "choice", "activation function", choices=acts.names()), SIGMA_W, A_DEFAULT),
-    Provenance(IGB, "Sec. 4.1, Eqs. 16-19; App. G (antisymmetric activations give 0)"), builder=gamma_case))
+    Provenance(IGB, "Sec. 4.1, Eqs. 16-19; App. G (antisymmetric activations give 0)"), builder=gamma_case,
+    kernel=_exact_gamma_kernel))
