@@ -37,7 +37,12 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   size D (multinomial counts), which is what a network evaluated on D points shows.
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
   means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
-  1/2 instead of 1/C); deterministic 40-node Gumbel-Gauss rule for the maximum (maxpool's rule).
+  1/2 instead of 1/C); deterministic 40-node Gumbel-Gauss rule for the maximum (maxpool's rule) for gamma >= 0.1, a
+  log-space trapezoid rule around the integrand's peak below (_paper_log_space).
+* ``max_fraction``, ``max_fraction_cdf``, ``entropy`` at C = 2, D = inf: closed forms (G_0 = Phi(sqrt(gamma) Z)), the
+  entropy by a 1-d Gauss-Legendre rule in the integrand's own scale (_binary_entropy).
+* mpmath references of peaked integrals (p_empty at C = 2, paper_approx) by mp_log_concave_integral: the integrand
+  divided by its peak and integrated in the peak's scale (mpmath.quad's tolerance is absolute).
 """
 from __future__ import annotations
 
