@@ -426,3 +426,24 @@ def test_mp_log_ndtr_matches_mpmath_where_ncdf_works_and_continues_past_it():
     with mpmath.workdps(30):   # beyond where mpmath.ncdf overflows: the asymptotic series, checked by its first terms
         x = -mpmath.mpf(10) ** 200
         assert fam.mp_log_ndtr(x) == -x * x / 2 - mpmath.log(-x * mpmath.sqrt(2 * mpmath.pi))
+
+
+@pytest.mark.parametrize("g,gamma,C", [(0.225, 0.0019, 2), (0.3, 0.09, 2), (1e-5, 0.02, 2), (0.225, 0.0019, 10),
+                                       (0.45, 0.05, 3)])
+def test_paper_approx_below_gamma_one_tenth_is_relatively_accurate(g, gamma, C):
+    """Below gamma = 0.1 the fixed 40-node rule missed the peak (1.17e-69 for 2.77e-66 at g = 0.225, gamma = 0.0019,
+    C = 10). References: the igb law Phi(Phi^-1(g)/sqrt(gamma)) at C = 2 (exact), and at C >= 3 mpmath quadrature of
+    the defining integral int k phi(m) Phi(m)^(k-1) Phi(m + shift) dm, split around its peak, integrand scaled to 1."""
+    with mpmath.workdps(30):
+        shift = mpmath.sqrt(2) * fam.mp_probit(mpmath.mpf(g)) / mpmath.sqrt(mpmath.mpf(gamma))
+        if C == 2:
+            ref = mpmath.ncdf(shift / mpmath.sqrt(2))
+        else:
+            k = C - 1
+            log_f = lambda m: (mpmath.log(k * mpmath.npdf(m)) + (k - 1) * mpmath.log(mpmath.ncdf(m))  # noqa: E731
+                               + mpmath.log(mpmath.ncdf(m + shift)))
+            peak = max((log_f(mpmath.mpf(m) / 4), mpmath.mpf(m) / 4) for m in range(-40, 200))
+            ref = mpmath.exp(peak[0]) * mpmath.quad(lambda m: mpmath.exp(log_f(m) - peak[0]),
+                                                    [peak[1] + d for d in (-12, -4, -1, 0, 1, 4, 12)])
+    got = float(get("multiclass.paper_approx").numpy(g=g, gamma=gamma, C=C))
+    assert abs(got - float(ref)) <= 1e-9 * float(ref), (got, ref)
