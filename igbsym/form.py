@@ -327,7 +327,7 @@ class ClosedForm:
             ok = np.asarray(test(*[arrays[s.name] for s in args]) if args else test)
             if not ok.all():
                 where = ", ".join(f"{s.name}={np.broadcast_to(arrays[s.name], ok.shape)[~ok].flat[0]:g}"
-                                  for s in args)
+                                  for s in args) if args else ", ".join(f"{k}={v}" for k, v in key)   # structural
                 raise InputError(f"{self.name}: condition {cond.text} fails at {where}")
 
     @lru_cache(maxsize=None)

@@ -198,7 +198,8 @@ def test_smooth_resnet_depth_is_capped_and_listed():
     from igbsym.families.resnet import L_NESTED
     form = igbsym.get("resnet.gamma")
     assert any(f"L <= {L_NESTED}" in c for c in form.describe()["domain"]["conditions"])
-    with pytest.raises(InputError, match="^resnet.gamma: .*L <= "):
+    with pytest.raises(InputError, match=f"^resnet.gamma: .*L <= .* fails at L={L_NESTED + 1}, activation=gelu, "
+                                         "norm=layernorm"):   # a structural condition names the structural values
         form.numpy(L=L_NESTED + 1, activation="gelu", norm="layernorm", alpha=1.0)
     assert float(form.numpy(L=L_NESTED + 1, activation="gelu", norm="batchnorm", alpha=1.0)) > 0   # BN: cheap
 
