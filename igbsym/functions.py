@@ -149,6 +149,13 @@ def mp_ncdf(x):
     return mpmath.npdf(x) / -x * total
 
 
+def mp_log_ncdf(x):
+    """log Φ(x) in mpmath at full relative precision for every real x: log of ``mp_ncdf`` in the lower half, and
+    log1p(−Φ(−x)) in the upper half, where Φ(x) itself would round to 1 (log Φ(30) = −4.9e-198)."""
+    x = mpmath.mpf(x)
+    return mpmath.log(mp_ncdf(x)) if x <= 0 else mpmath.log1p(-mp_ncdf(-x))
+
+
 def mp_ncdf_inv(p):
     """Φ⁻¹(p) in mpmath at the working precision for every 0 < p < 1 (full relative accuracy in both tails).
 

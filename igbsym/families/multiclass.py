@@ -56,7 +56,7 @@ from scipy import optimize, special, stats
 
 from ..errors import InputError, NumericalError
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
-from ..functions import Phi, PhiInv
+from ..functions import Phi, PhiInv, mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from ..registry import register
 from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
 
@@ -697,32 +697,13 @@ def p_empty_mp(gamma, C, D):
         raise NumericalError("multiclass.p_empty: no mpmath reference for C >= 3 (randomised QMC route; its standard "
                              "error is multiclass.p_empty_replicates(...).std(ddof=1)/sqrt(K_SCRAMBLES))")
     s, D = mpmath.sqrt(gamma), int(D)
-    return mp_log_concave_integral(lambda z: -z * z / 2 + D * mp_log_ndtr(-s * z),
+    return mp_log_concave_integral(lambda z: -z * z / 2 + D * mp_log_ncdf(-s * z),
                                    lambda z: -z - D * s * mp_mills(-s * z)) / mpmath.sqrt(2 * mpmath.pi)
 
 
-_MP_ASYMPTOTIC = mpmath.mpf(10) ** 40   # |x| beyond which log Phi(x) is taken from its asymptotic series
-
-
-def mp_log_ndtr(x):
-    """log Phi(x) in mpmath for any real x: mpmath.ncdf overflows a float inside erfc from |x| ~ 1e154 (OverflowError
-    at gamma = 1.8e308); below -1e40 the asymptotic series -x^2/2 - log(-x sqrt(2 pi)) + log(sum_n (-1)^n (2n-1)!!
-    x^-2n), summed until a term is below 2^-prec (the terms fall by > 1e79 each), above 1e40 log1p(-Phi(-x))."""
-    if x > _MP_ASYMPTOTIC:
-        return mpmath.log1p(-mpmath.exp(mp_log_ndtr(-x)))
-    if x >= -_MP_ASYMPTOTIC:
-        return mpmath.log(mpmath.ncdf(x))
-    total, term, n, tol = mpmath.mpf(1), mpmath.mpf(1), 0, mpmath.mpf(2) ** (-mpmath.mp.prec - 10)
-    while abs(term) > tol:
-        n += 1
-        term *= -(2 * n - 1) / (x * x)
-        total += term
-    return -x * x / 2 - mpmath.log(-x * mpmath.sqrt(2 * mpmath.pi)) + mpmath.log(total)
-
-
 def mp_mills(x):
-    """phi(x)/Phi(x) = d log Phi(x)/dx in mpmath for any real x (through mp_log_ndtr)."""
-    return mpmath.exp(-x * x / 2 - mp_log_ndtr(x)) / mpmath.sqrt(2 * mpmath.pi)
+    """phi(x)/Phi(x) = d log Phi(x)/dx in mpmath for any real x (through functions.mp_log_ncdf)."""
+    return mpmath.exp(-x * x / 2 - mp_log_ncdf(x)) / mpmath.sqrt(2 * mpmath.pi)
 
 
 MP_NEGLIGIBLE_LOG = -10_000   # log of the peak below which mp_log_concave_integral returns 0 (see there)
@@ -921,13 +902,6 @@ def _binary_entropy_mp(gamma, C, D):
     return mpmath.quad(lambda z: mpmath.npdf(z) * h(s * z), ends)
 
 
-def mp_probit(g):
-    """Phi^-1(g) in mpmath for 0 < g < 1 at full relative precision: sqrt(2) erfinv(2g - 1) with -log2(g) extra bits,
-    so 2g - 1 keeps every digit of a tiny g (at g = 1e-320 and 50 digits it rounded to -1: Phi^-1 = -inf)."""
-    with mpmath.extraprec(max(0, int(-mpmath.log(min(g, 1 - g), 2))) + 20):
-        return mpmath.sqrt(2) * mpmath.erfinv(2 * g - 1)
-
-
 # ============================================================================ the paper's approximation (App. H)
 def paper_approx_numpy(g, gamma, C):
     """P(Phi((u_c - M)/sqrt 2) <= g), M the largest of C - 1 i.i.d. N(0, gamma): E_M[Phi(M/s + sqrt(2) x/s)]."""
@@ -982,8 +956,8 @@ def paper_approx_mp(g, gamma, C):
     k = int(C) - 1
     if g <= 0 or g >= 1:
         return mpmath.mpf(0) if g <= 0 else mpmath.mpf(1)
-    shift = mpmath.sqrt(2) * mp_probit(g) / mpmath.sqrt(gamma)
-    return k * mp_log_concave_integral(lambda m: -m * m / 2 + (k - 1) * mp_log_ndtr(m) + mp_log_ndtr(m + shift),
+    shift = mpmath.sqrt(2) * mp_ncdf_inv(g) / mpmath.sqrt(gamma)
+    return k * mp_log_concave_integral(lambda m: -m * m / 2 + (k - 1) * mp_log_ncdf(m) + mp_log_ncdf(m + shift),
                                        lambda m: -m + (k - 1) * mp_mills(m) + mp_mills(m + shift)) / mpmath.sqrt(
                                            2 * mpmath.pi)
 
@@ -1037,13 +1011,13 @@ def _mp_binary_cdf(g, gamma, C):
     if int(C) != 2:
         raise NumericalError("multiclass.cdf: no mpmath reference for C >= 3 (randomised QMC route; "
                              "law_bound gives its error bound)")
-    return mpmath.ncdf(mp_probit(g) / mpmath.sqrt(gamma))
+    return mp_ncdf(mp_ncdf_inv(g) / mpmath.sqrt(gamma))
 
 
 def _mp_binary_pdf(g, gamma, C):
     if int(C) != 2:
         raise NumericalError("multiclass.pdf: no mpmath reference for C >= 3 (randomised QMC route)")
-    x = mp_probit(g)
+    x = mp_ncdf_inv(g)
     return mpmath.exp((1 - 1 / gamma) * x * x / 2) / mpmath.sqrt(gamma)
 
 
