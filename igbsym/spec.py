@@ -600,7 +600,6 @@ def _level_nodes(name, sd, panel):
 
 def _np_smooth(op, q, c, e):
     """(S, P/S, V/S, M) by quadrature, pointwise over broadcast (q, c, e, a)."""
-    f, derivs = acts.get(op.name).numpy, _derivatives(op.name, "numpy")
     q, c, e, a = np.broadcast_arrays(q, c, e, np.asarray(op.a, float))
     _check_q(q)
     out = np.empty((5,) + q.shape)

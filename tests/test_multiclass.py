@@ -12,7 +12,6 @@ from hypothesis import example, given, settings, strategies as st
 
 import igbsym
 from igbsym.errors import InputError, NumericalError
-from igbsym.registry import get
 from igbsym.families import multiclass as fam
 from igbsym.functions import mp_log_ncdf, mp_ncdf_inv
 

@@ -86,8 +86,8 @@ def sym_step(activation, norm, placement, q, c):
 
 def _kind(activation, norm, placement):
     """'zero' where γ = 0 at every depth exactly: odd φ (symmetric data), BN/LN after φ (Thms E.2, F.3), and srelu
-    with LayerNorm or RMSNorm (BN before φ: the 'bn_pre' route, also 0): its shift σ/√(2π) is the ReLU mean of the N(0, σ²) input φ sees at every layer (σ = 1 after a
-    norm before φ; σ = σ_w when the norm after φ resets q = 1 before the next Dense), so E φ = 0 and c stays 0 from
+    with LayerNorm or RMSNorm (BN before φ: the 'bn_pre' route, also 0): its shift σ/√(2π) is the ReLU mean of the
+    N(0, σ²) input φ sees at every layer (σ = 1 after a norm before φ; σ = σ_w when the norm after φ resets q = 1 before the next Dense), so E φ = 0 and c stays 0 from
     the data's c = 0 (the mp route's 1/√(2π) − k at 50 digits left 1e-102, an unconverged reference)."""
     if activation in ODD or (norm in ("batchnorm", "layernorm") and placement == "post") or (
             activation == "srelu" and norm in ("layernorm", "rmsnorm")):
