@@ -35,6 +35,7 @@ import math
 
 import mpmath
 import numpy as np
+from mpmath import libmp
 import sympy as sp
 
 from .. import activations as acts
@@ -102,13 +103,27 @@ def _scale_free(ops) -> bool:
     return all(not isinstance(op, S.Act) or op.name in S.HOMOGENEOUS for op in ops)
 
 
-def _stationary(old, new, tol) -> bool:
-    """The block map has reached its fixed point to ``tol`` relative (q too, unless φ is linear there)."""
-    def close(x, y):
-        if isinstance(y, mpmath.mpf):
-            return abs(x - y) <= tol * abs(y)
-        return bool(np.all(np.abs(np.asarray(x, float) - y) <= tol * np.abs(y)))
-    return close(old.c, new.c) and close(old.e, new.e) and (close(old.q, new.q) or bool(np.all(new.q < S.Q_LINEAR)))
+def _stationary(old, new, tol, older=None):
+    """The block map has reached its fixed point to ``tol`` relative (q too, unless φ is linear there): elementwise
+    (a bool array on the NumPy route, a bool on mpmath). With ``older`` (the state before ``old``) the step is
+    divided by 1 − ρ, ρ = |e_new − e_old|/|e_old − e_older| the contraction (where ρ < 1): the distance to the fixed
+    point is ρ/(1 − ρ) steps, so a slow contraction is not taken for convergence (gelu + RMSNorm after φ, ρ = 0.93,
+    stopped 1.3e-14 short of the fixed point)."""
+    mp = isinstance(new.e, mpmath.mpf)
+    absf = abs if mp else (lambda v: np.abs(np.asarray(v, float)))
+    factor = 1
+    if older is not None:
+        step, before = absf(new.e - old.e), absf(old.e - older.e)
+        if mp:
+            factor = 1 - step / before if step < before else 1
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                factor = np.where(step < before, 1 - step / np.where(before > 0, before, 1.0), 1.0)
+    ok = [absf(x - y) <= tol * factor * absf(y) for x, y in ((old.c, new.c), (old.e, new.e))]
+    q_ok = absf(old.q - new.q) <= tol * factor * absf(new.q)
+    if mp:
+        return ok[0] and ok[1] and q_ok
+    return ok[0] & ok[1] & (q_ok | (np.asarray(new.q, float) < S.Q_LINEAR))
 
 
 def _fast_homogeneous(ops) -> bool:
@@ -153,19 +168,29 @@ def _homogeneous_gammas(L, slope, start=(0.0, 1.0)):
 
 def _mp_homogeneous_gamma(L, slope, start=None):
     """γ_L of the (leaky) ReLU depth law at the working mpmath precision: the same (c, e = 1 − c) iteration as
-    spec's mpmath Act map, in one loop (the generic op composition costs ~1 ms a layer: minutes at L = 1e5)."""
-    r = S.slope_ratio(mpmath.mpf(slope))
-    c, e = (mpmath.mpf(0), mpmath.mpf(1)) if start is None else start
-    quarter = mpmath.mpf(1) / 4
-    for layer in range(L):
-        if e < quarter and abs(c + e - 1) <= mpmath.eps:   # once c > 3/4, c = 1 − e loses nothing: carry e alone
-            for _ in range(L - layer):                    # (half the cost a layer: leaky 1e5 layers was ~27 s)
-                e -= r * S._mp_sin_minus_tcos(2 * mpmath.asin(mpmath.sqrt(e / 2))) / mpmath.pi
-            return (1 - e) / e
-        t = 2 * mpmath.asin(mpmath.sqrt(e / 2))
-        c, e = (r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi), \
-            e - r * S._mp_sin_minus_tcos(t) / mpmath.pi
-    return c / e
+    spec's mpmath Act map, in one loop on mpmath's raw numbers (``mpmath.libmp``) with 24 guard bits (the generic op
+    composition cost ~1 ms a layer, the mpf loop ~150 µs: 35 s for the two references at L = 1e5). sin t − t cos t
+    is evaluated with the 2 log2(1/t) bits its cancellation loses added to the precision."""
+    prec = mpmath.mp.prec + 24
+    with mpmath.workprec(prec):
+        rpi = (S.slope_ratio(mpmath.mpf(slope)) / mpmath.pi)._mpf_
+        c, e = (mpmath.mpf(0), mpmath.mpf(1)) if start is None else (mpmath.mpf(start[0]), mpmath.mpf(start[1]))
+    c, e = c._mpf_, e._mpf_
+    add, sub, mul = libmp.mpf_add, libmp.mpf_sub, libmp.mpf_mul
+    quarter, eps = libmp.from_rational(1, 4, prec), libmp.mpf_shift(libmp.fone, 4 - prec)
+    carry_c = True
+    for _ in range(L):
+        if carry_c and libmp.mpf_lt(e, quarter) and libmp.mpf_le(libmp.mpf_abs(sub(add(c, e, prec), libmp.fone,
+                                                                                   prec)), eps):
+            carry_c = False          # once c > 3/4, c = 1 − e loses nothing: carry e alone (half the cost a layer)
+        t = libmp.mpf_shift(libmp.mpf_asin(libmp.mpf_sqrt(libmp.mpf_shift(e, -1), prec), prec), 1)
+        wp = prec + max(0, -2 * (t[2] + t[3])) + 8 if t != libmp.fzero else prec
+        cos_t, sin_t = libmp.mpf_cos_sin(t, wp)
+        if carry_c:
+            c = rpi if c == libmp.fzero else add(c, mul(rpi, sub(sin_t, mul(t, c, wp), wp), prec), prec)
+        e = sub(e, mul(rpi, sub(sin_t, mul(t, cos_t, wp), wp), prec), prec)
+    c, e = mpmath.mpf(c), mpmath.mpf(e)
+    return (c if carry_c else 1 - e) / e
 
 
 RATIO_GAP = 1e-3    # the geometric tail needs e_(l+1)/e_l < 1 - RATIO_GAP: a decay to 0, not a nonzero fixed point
@@ -207,18 +232,25 @@ def _geometric_tail(new, ratio, rest, backend, where, layer, last):
     return list((new.c + new.e - e) / e)
 
 
-def _steffensen(step, state, tol, rest):
+def _steffensen(step, state, tol, rest, start=None):
     """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route), by Steffensen's
-    iteration from ``state`` (quadratic convergence: a few maps instead of ~dps/log10(1/ρ) layers). Returns the
-    fixed-point state if the iteration converges to ``tol`` with contraction ρ = F'(c*) < 1 − 1e-3 and
-    ρ^rest·|c − c*| below tol (then every remaining layer equals c* to the working precision), else None."""
-    x0 = state
+    iteration from ``start`` (default ``state``, the iterate reached; quadratic convergence: a few maps instead of
+    ~dps/log10(1/ρ) layers). Returns the fixed-point state if the iteration converges to ``tol`` with contraction
+    ρ = F'(c*) < 1 − 1e-3 and ρ^rest·|c − c*| below tol (then every remaining layer equals c* to the working
+    precision), else None. Works on NumPy 0-d states too (``_np_hint``)."""
+    x0, rho = (state if start is None else start), None
     for _ in range(12):
         x1 = step(x0)
         x2 = step(x1)
         d1, d2 = x1.c - x0.c, x2.c - x1.c
-        if d1 == 0 or d2 == 0:
-            return x2 if d2 == 0 else None
+        if abs(d1) <= tol * abs(x1.c) and abs(d2) <= tol * abs(x2.c):
+            # x0 is the fixed point to the working precision (d2 may be a rounding of it: at 30 digits d1 = 0 with
+            # d2 = 1e-31 returned None, and gelu + RMSNorm after φ iterated the layers at 0.4 s each)
+            if rho is None or abs(rho) ** rest * abs(state.c - x2.c) > tol * abs(x2.c):
+                return None
+            return x2
+        if d1 == 0:
+            return None
         rho = d2 / d1
         if not (0 <= abs(rho) < 1 - mpmath.mpf("1e-3")):
             return None
@@ -231,6 +263,47 @@ def _steffensen(step, state, tol, rest):
             return None
         x0 = S.State(x2.q, c, 1 - c, x2.m)
     return None
+
+
+def _np_hint(activation, norm, placement, a, sigma_w, B, state, free, rest):
+    """c* of the block map in double precision (NumPy maps, Steffensen from the mpmath ``state``): the start of the
+    mpmath Steffensen iteration, which then needs 2-3 maps instead of ~15 (gelu + RMSNorm after φ at σ_w = 4.5:
+    0.4-0.8 s a map). None where the NumPy maps leave their range or do not converge."""
+    ops = block(activation, norm, placement, float(a), float(sigma_w), B, "numpy")
+
+    def step(st):
+        for op in ops:
+            st = op.map(st, "numpy")
+        return S.State(np.float64(1.0), st.c, st.e, st.m) if free else st
+    try:
+        with np.errstate(all="ignore"):
+            x = S.State(*(np.float64(float(v)) for v in (state.q, state.c, state.e, state.m)))
+            fixed = _steffensen(step, x, 64 * np.finfo(float).eps, rest)
+    except (NumericalError, InputError, OverflowError, ValueError, ZeroDivisionError):
+        return None
+    return None if fixed is None or not 0 < float(fixed.c) < 1 else mpmath.mpf(float(fixed.c))
+
+
+def _np_fixed_points(point_step, state, rest):
+    """Per point of a NumPy state (any shape): (converged mask, q*, c*, e*, m*) of the block map's fixed point by
+    Steffensen's iteration on that point alone (``point_step(i)``: its block map), so an array call gives each point
+    its scalar call's value."""
+    shape = np.shape(state.c)
+    out = [np.zeros(shape, bool)] + [np.array(np.broadcast_to(getattr(state, k), shape), float) for k in "qcem"]
+    tol = 16 * np.finfo(float).eps
+    for i in np.ndindex(shape):
+        x = S.State(*(np.float64(np.asarray(getattr(state, k), float)[i] if np.ndim(getattr(state, k)) else
+                                 getattr(state, k)) for k in "qcem"))
+        try:
+            with np.errstate(all="ignore"):
+                fx = _steffensen(point_step(i), x, tol, rest)
+        except (NumericalError, InputError):
+            fx = None
+        if fx is not None and 0 < float(fx.c) < 1:
+            out[0][i] = True
+            for arr, k in zip(out[1:], "qcem"):
+                arr[i] = float(getattr(fx, k))
+    return out
 
 
 def _srelu_path(L, a, sigma_w, backend, where, last):
@@ -270,7 +343,7 @@ def _srelu_path(L, a, sigma_w, backend, where, last):
                     else _homogeneous_gammas(rest, 0.0 * a, (new.c, new.e)))
             out += [tail] if mp else tail
             break
-        if layer and _stationary(S.State(kappa, state.c, state.e, 0), S.State(k_new, new.c, new.e, 0), tol):
+        if layer and np.all(_stationary(S.State(kappa, state.c, state.e, 0), S.State(k_new, new.c, new.e, 0), tol)):
             out += [new.gamma] * rest
             break
         ratio = new.e / state.e if layer else None
@@ -315,35 +388,63 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
 
-    def step(st):
-        for op in ops:
-            with np.errstate(over="ignore", under="ignore"):
-                st = op.map(st, backend)
-        return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
-            if free else st
+    def stepper(ops):
+        def step(st):
+            for op in ops:
+                with np.errstate(over="ignore", under="ignore"):
+                    st = op.map(st, backend)
+            return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
+                if free else st
+        return step
+    step = stepper(ops)
 
-    out, prev = [], None
+    def point_step(i):   # the block map of point i alone (NumPy)
+        return stepper(block(activation, norm, placement, a[i], sigma_w[i], B, backend))
+
+    out, prev, older, done, hinted, frozen = [], None, None, False, False, None
+    keys = ("q", "c", "e", "m")
     try:
         for layer in range(L):
             new = step(state)
             if backend == "numpy":
+                if np.any(done):      # a point at its fixed point stays there: the array call = the scalar call
+                    new = dataclasses.replace(new, **{k: np.where(done, getattr(frozen, k), getattr(new, k))
+                                                      for k in keys})
                 S.check_state(new, f"{where} at layer {layer + 1}")
             out.append(new.gamma)
             rest = L - layer - 1
-            if layer and _stationary(state, new, tol):
-                out += [new.gamma] * rest
-                break
+            if layer:
+                newly = _stationary(state, new, tol, older) & ~np.asarray(done, bool)
+                if backend == "numpy" and layer in (1, 4, 16, 64) and free and rest > 20:
+                    fixed = _np_fixed_points(point_step, new, rest)   # Steffensen per point: ~20 maps, not ~500
+                    newly = newly | (fixed[0] & ~np.asarray(done, bool))
+                    new_fixed = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
+                                                            for k, v in zip(keys, fixed[1:])})
+                else:
+                    new_fixed = new
+                if np.any(newly):
+                    frozen = new_fixed if frozen is None else dataclasses.replace(
+                        frozen, **{k: np.where(newly, getattr(new_fixed, k), getattr(frozen, k)) for k in keys})
+                done = done | newly
+                if np.all(done):
+                    out += [(new_fixed if frozen is None else frozen).gamma] * rest
+                    break
             ratio = new.e / state.e if layer else None
             if rest and _geometric(state.q, new.q, ratio, prev, tol):
                 out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
                 break
-            if backend == "mpmath" and layer and rest > 20 and abs(ratio - 1) < 0.05 and (
-                    free or abs(new.q - state.q) <= tol * new.q):
-                fixed = _steffensen(step, new, tol, rest)
+            if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
+                fixed = None
+                if not hinted:        # once: from the double-precision fixed point, if there is one
+                    hinted, c = True, _np_hint(activation, norm, placement, a, sigma_w, B, new, free, rest)
+                    if c is not None:
+                        fixed = _steffensen(step, new, tol, rest, S.State(new.q, c, 1 - c, new.m))
+                if fixed is None and abs(ratio - 1) < 0.05:
+                    fixed = _steffensen(step, new, tol, rest)
                 if fixed is not None:
                     out += [fixed.gamma] * (1 if last else rest)
                     break
-            state, prev = new, ratio
+            state, prev, older = new, ratio, state
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     except NumericalError as exc:
