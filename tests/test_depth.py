@@ -273,3 +273,56 @@ def test_srelu_with_a_norm_is_zero_exactly_in_both_routes(form):   # bn_pre: the
     for dps in (30, 50):
         assert f.mp(dps, L=6, activation="srelu", sigma_w=1.0) == 0
     assert float(f.numpy(L=6, activation="srelu", sigma_w=3.0)) == 0.0
+
+
+def _gamma_one_layer_by_quadrature(act, sigma, dps=160):
+    """γ after one φ + RMSNorm block at input sd σ (c = 0 into φ): M²/(S − M²) with M = E φ(σZ), S = E φ(σZ)²
+    by mpmath.quad of the defining integrals at ``dps`` digits (S − M² ~ σ² cancels 2·log10(1/σ) digits)."""
+    fn = igbsym.activations.get(act).mp
+    with mpmath.workdps(dps):
+        s = mpmath.mpf(sigma)
+        dens = lambda z: mpmath.exp(-z * z / 2) / mpmath.sqrt(2 * mpmath.pi)  # noqa: E731
+        M = mpmath.quad(lambda z: fn(s * z, 0, 0) * dens(z), [-mpmath.inf, -5, 0, 5, mpmath.inf])
+        S2 = mpmath.quad(lambda z: fn(s * z, 0, 0) ** 2 * dens(z), [-mpmath.inf, -5, 0, 5, mpmath.inf])
+        return M * M / (S2 - M * M)
+
+
+@pytest.mark.parametrize("act,sigma", [("gelu", 1e-20), ("silu", 1e-20), ("silu", 4e-45), ("gelu", 3e-31)])
+def test_tiny_sigma_w_keeps_the_mean_squared_share(act, sigma):
+    """Issue 17: at tiny σ_w, c' = M²/S ~ q; the mp route formed it as (S − V)/S and lost every digit (gelu at
+    1e-20: 8 digits off at 30 digits; silu at 1e-320: 1.4e-48 for 2.5e-641), and the NumPy branch for q < 1e-60
+    dropped M² (silu at 4e-45: 0 for 4e-90)."""
+    ref = _gamma_one_layer_by_quadrature(act, sigma)
+    f = igbsym.get("depth.gamma_rms_post")
+    for dps in (30, 50):
+        assert abs(f.mp(dps, L=1, activation=act, a=0.01, sigma_w=sigma) / ref - 1) < mpmath.mpf(10) ** (5 - dps)
+    assert float(f.numpy(L=1, activation=act, a=0.01, sigma_w=sigma)) == pytest.approx(float(ref), rel=1e-13)
+
+
+@pytest.mark.parametrize("sw", [0.7, 2.0])
+def test_deep_fixed_point_array_equals_scalar_and_mp(sw):
+    """Issue 17: gelu + RMSNorm after φ contracts slowly (ρ = 0.93); the scalar call stopped 1.3e-14 short of the
+    fixed point while an array call went on, so the two differed by ~60 ulp. Stationarity now divides the step by
+    1 − ρ, each point freezes at its own fixed point, and the mp route converges (30 and 50 digits agree)."""
+    f = igbsym.get("depth.gamma_rms_post")
+    kw = dict(L=100000, activation="gelu")
+    scalar = f.numpy(a=0.01, sigma_w=sw, **kw)
+    array = f.numpy(a=np.array([0.01, 0.01]), sigma_w=np.array([sw, 4.0]), **kw)
+    assert array[0] == scalar
+    lo, hi = (f.mp(dps, a=0.01, sigma_w=sw, **kw) for dps in (30, 50))
+    assert abs(lo / hi - 1) < mpmath.mpf("1e-25")
+    assert float(scalar) == pytest.approx(float(hi), rel=1e-12)
+
+
+@pytest.mark.parametrize("a", [0.01, -3.0, 0.999])
+def test_leaky_mp_loop_equals_the_composed_op_maps(a):
+    """The raw-libmp (leaky) ReLU loop against the generic composition of spec's mpmath op maps (L = 3, 40) and the
+    SymPy nested closed form (L = 3) at 40 digits."""
+    with mpmath.workdps(40):
+        for L in (3, 40):
+            fast = D._mp_homogeneous_gamma(L, a)
+            composed = D.path(L, "leaky_relu", None, "pre", mpmath.mpf(a), mpmath.sqrt(2), None, "mpmath",
+                              last=True)[-1]
+            assert abs(fast / composed - 1) < mpmath.mpf("1e-35")
+        exact = D.exact_gamma(3, "leaky_relu", "none", "pre").subs({D.a_: D.sp.Rational(a)})   # the float, exactly
+        assert abs(D._mp_homogeneous_gamma(3, a) / mpmath.mpf(D.sp.N(exact, 50)) - 1) < mpmath.mpf("1e-35")
