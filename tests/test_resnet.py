@@ -229,3 +229,25 @@ def test_deep_bn_feedforward_smooth_sensitivity_costs_what_a_shallow_one_does():
     assert float(form.numpy(L=3000, architecture="bn_feedforward", activation="gelu")) == pytest.approx(
         float(chi_L), rel=1e-10)
     assert time.process_time() - start < 15
+
+
+@pytest.mark.parametrize("act", ["gelu", "silu", "sigmoid"])
+def test_noise_factor_cost_and_value_do_not_depend_on_q(act):
+    """Issue 17: E[φ'(u)²] sized its z-grid by 0.4/√q (alpha = 3e26 asked numpy for ~1e28 nodes: ValueError). It
+    now uses spec's kink nodes. Reference: mpmath quadrature in x = √q z with breakpoints where φ' bends (x-scale 1),
+    at 40 digits; an array call gives each point its scalar value."""
+    from igbsym.sensitivity import act_noise_factor
+    from igbsym.spec import Act
+    from igbsym.functions import MPMATH_MODULES
+    x = igbsym.activations.x_
+    d = sp.lambdify(x, sp.diff(igbsym.activations.get(act).expr, x), modules=MPMATH_MODULES)
+    qs = [1e-6, 2.0, 1e8, 1e40]
+    for q in qs:
+        with mpmath.workdps(40):
+            sd = mpmath.sqrt(q)
+            ref = mpmath.quad(lambda x: d(x) ** 2 * mpmath.npdf(x / sd) / sd,
+                              [-mpmath.inf, -50 * sd, -45, -5, 0, 5, 45, 50 * sd, mpmath.inf])
+        got = act_noise_factor(Act(act), q, "numpy")
+        assert float(got) == pytest.approx(float(ref), rel=1e-12)
+    arr = act_noise_factor(Act(act), np.array(qs), "numpy")
+    assert [float(v) for v in arr] == [float(act_noise_factor(Act(act), q, "numpy")) for q in qs]
