@@ -326,3 +326,15 @@ def test_leaky_mp_loop_equals_the_composed_op_maps(a):
             assert abs(fast / composed - 1) < mpmath.mpf("1e-35")
         exact = D.exact_gamma(3, "leaky_relu", "none", "pre").subs({D.a_: D.sp.Rational(a)})   # the float, exactly
         assert abs(D._mp_homogeneous_gamma(3, a) / mpmath.mpf(D.sp.N(exact, 50)) - 1) < mpmath.mpf("1e-35")
+
+
+def test_array_call_gives_each_point_its_scalar_value_across_regimes():
+    """Issue 17: a point whose 1 − c decays geometrically took the geometric tail alone but iterated layer by layer
+    next to a point at a fixed point (sigmoid + RMSNorm after φ, L = 9: 2.8e-14 apart; at L = 1e5 the iteration of
+    the other point ran past 30 s). Each point now takes its own shortcut."""
+    f = igbsym.get("depth.gamma_rms_post")
+    a, sw = np.array([-3.0182109199919345, -1.801923050472793]), np.array([1.6440769548991177e-15, 0.5000000429897472])
+    arr = f.numpy(L=9, activation="sigmoid", a=a, sigma_w=sw)
+    assert [float(v) for v in arr] == [float(f.numpy(L=9, activation="sigmoid", a=x, sigma_w=y)) for x, y in zip(a, sw)]
+    ref = f.mp(50, L=9, activation="sigmoid", a=a[0], sigma_w=sw[0])
+    assert float(arr[0]) == pytest.approx(float(ref), rel=1e-12)

@@ -202,17 +202,14 @@ def _geometric(q_old, q_new, ratio, prev, tol) -> bool:
     below tol relative), with ratio < 1 − RATIO_GAP and q at its fixed point. The gap: near a nonzero fixed
     point e* the ratio is 1 − O(ulp) and two rounded ratios can be equal, which passed the test and extrapolated
     e·ratio^k over 1e5 layers (gelu + LayerNorm at L = 1e5: 3.17365588773 for 3.17365588639, 4e-10 off)."""
-    def close(x, y, t):
-        if isinstance(y, mpmath.mpf):
-            return abs(x - y) <= t * abs(y)
-        return bool(np.all(np.abs(np.asarray(x, float) - y) <= t * np.abs(y)))
     if prev is None:
         return False
     if isinstance(ratio, mpmath.mpf):
-        ok = ratio < 1 - RATIO_GAP and abs(ratio - prev) <= tol * (1 - ratio) ** 2
-    else:
-        ok = bool(np.all((ratio < 1 - RATIO_GAP) & (np.abs(ratio - prev) <= tol * (1 - ratio) ** 2)))
-    return ok and (close(q_old, q_new, tol) or bool(np.all(np.asarray(q_new, float) < S.Q_LINEAR)))
+        return (ratio < 1 - RATIO_GAP and abs(ratio - prev) <= tol * (1 - ratio) ** 2) and (
+            abs(q_old - q_new) <= tol * abs(q_new) or q_new < S.Q_LINEAR)
+    ratio, prev, q_old, q_new = (np.asarray(v, float) for v in (ratio, prev, q_old, q_new))
+    ok = (ratio < 1 - RATIO_GAP) & (np.abs(ratio - prev) <= tol * (1 - ratio) ** 2)   # per point (NumPy)
+    return ok & ((np.abs(q_old - q_new) <= tol * np.abs(q_new)) | (q_new < S.Q_LINEAR))
 
 
 def _geometric_tail(new, ratio, rest, backend, where, layer, last):
@@ -347,7 +344,7 @@ def _srelu_path(L, a, sigma_w, backend, where, last):
             out += [new.gamma] * rest
             break
         ratio = new.e / state.e if layer else None
-        if _geometric(kappa, k_new, ratio, prev, tol):
+        if np.all(_geometric(kappa, k_new, ratio, prev, tol)):
             out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
             break
         state, kappa, prev = new, k_new, ratio
@@ -401,7 +398,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
     def point_step(i):   # the block map of point i alone (NumPy)
         return stepper(block(activation, norm, placement, a[i], sigma_w[i], B, backend))
 
-    out, prev, older, done, hinted, frozen = [], None, None, False, False, None
+    out, prev, older, done, hinted, frozen, tails = [], None, None, False, False, None, []
     keys = ("q", "c", "e", "m")
     try:
         for layer in range(L):
@@ -430,7 +427,20 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
                     out += [(new_fixed if frozen is None else frozen).gamma] * rest
                     break
             ratio = new.e / state.e if layer else None
-            if rest and _geometric(state.q, new.q, ratio, prev, tol):
+            geo = rest and _geometric(state.q, new.q, ratio, prev, tol)
+            if backend == "numpy" and np.any(geo & ~np.asarray(done, bool)):
+                # per point, so an array call gives each point its scalar value: the geometric points' remaining
+                # layers are their tails (written into ``out`` below), and they stay frozen meanwhile
+                geo = geo & ~np.asarray(done, bool)
+                tails.append((geo, layer, _geometric_tail(new, np.where(geo, ratio, 1.0), rest, backend, where,
+                                                          layer, last)))
+                frozen = new if frozen is None else dataclasses.replace(
+                    frozen, **{k: np.where(geo, getattr(new, k), getattr(frozen, k)) for k in keys})
+                done = done | geo
+                if np.all(done):
+                    out += [frozen.gamma] * rest
+                    break
+            elif backend != "numpy" and geo:
                 out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
                 break
             if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
@@ -449,6 +459,9 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         raise InputError(f"{where}: {exc}") from None
     except NumericalError as exc:
         raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    for mask, start, tail in tails:
+        for k, g in enumerate(tail):
+            out[start + 1 + k] = np.where(mask, g, out[start + 1 + k])
     return out[-1:] if last else out
 
 
