@@ -398,7 +398,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
     def point_step(i):   # the block map of point i alone (NumPy)
         return stepper(block(activation, norm, placement, a[i], sigma_w[i], B, backend))
 
-    out, prev, older, done, hinted, frozen, tails = [], None, None, False, False, None, []
+    out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
     keys = ("q", "c", "e", "m")
     try:
         for layer in range(L):
@@ -449,8 +449,10 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
                     hinted, c = True, _np_hint(activation, norm, placement, a, sigma_w, B, new, free, rest)
                     if c is not None:
                         fixed = _steffensen(step, new, tol, rest, S.State(new.q, c, 1 - c, new.m))
-                if fixed is None and abs(ratio - 1) < 0.05:
-                    fixed = _steffensen(step, new, tol, rest)
+                if fixed is None and abs(ratio - 1) < 0.05 and not plain:
+                    # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
+                    # later (each retry cost up to 24 maps: silu + RMSNorm after φ at L = 100 took > 200 s)
+                    plain, fixed = True, _steffensen(step, new, tol, rest)
                 if fixed is not None:
                     out += [fixed.gamma] * (1 if last else rest)
                     break
