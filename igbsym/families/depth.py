@@ -229,6 +229,34 @@ def _geometric_tail(new, ratio, rest, backend, where, layer, last):
     return list((new.c + new.e - e) / e)
 
 
+def _affine(ops, state, new, tol, backend, rest):
+    """Per point: the block map is affine in c to the working precision, c' = (c + β)/(1 + β): φ comes first and
+    the q entering it is below 1e-60 (NumPy, where its linear branch is exactly this map) or 1e-40 with the final c
+    below 10^-(dps+5) (mpmath: the next terms are O(c) relative) and stays fixed (a norm after φ resets it). Then
+    1 − c = e/(1 + β)^k exactly,
+    with no fixed point for ~1/β layers: the iteration would walk every layer (gelu + RMSNorm after φ at L = 1e5,
+    σ_w = 1e-320: 27 s a precision). Returns the mask and β = (c' − c)/e'."""
+    if not isinstance(ops[0], S.Act):
+        return False, None
+    if backend != "numpy":   # the map's next terms are O(c) relative: c_L ~ c + rest·β must be below the precision
+        beta = (new.c - state.c) / new.e
+        ok = state.q < mpmath.mpf("1e-40") and abs(new.q - state.q) <= tol * new.q and beta > 0
+        return ok and new.c + rest * beta < mpmath.mpf(10) ** (-mpmath.mp.dps - 5), beta
+    q_old, q_new = np.asarray(state.q, float), np.asarray(new.q, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta = (np.asarray(new.c, float) - state.c) / new.e
+    return (q_old < S.Q_LINEAR) & (q_old == q_new) & (beta > 0), beta
+
+
+def _affine_tail(new, beta, rest, backend, last):
+    """γ at the remaining ``rest`` layers of the affine map (``_affine``): (expm1(k·log1p β) + c)/e."""
+    if backend != "numpy":
+        ks = [rest] if last else range(1, rest + 1)
+        return [(mpmath.expm1(k * mpmath.log1p(beta)) + new.c) / new.e for k in ks]
+    ks = np.arange(1, rest + 1).reshape((-1,) + (1,) * np.ndim(beta))
+    return list((np.expm1(ks * np.log1p(beta)) + new.c) / new.e)
+
+
 def _steffensen(step, state, tol, rest, start=None):
     """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route), by Steffensen's
     iteration from ``start`` (default ``state``, the iterate reached; quadratic convergence: a few maps instead of
@@ -427,6 +455,19 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
                     out += [(new_fixed if frozen is None else frozen).gamma] * rest
                     break
             ratio = new.e / state.e if layer else None
+            aff, beta = _affine(ops, state, new, tol, backend, rest) if layer and rest else (False, None)
+            if backend == "numpy" and np.any(aff & ~np.asarray(done, bool)):
+                aff = aff & ~np.asarray(done, bool)
+                tails.append((aff, layer, _affine_tail(new, np.where(aff, beta, 0.0), rest, backend, last)))
+                frozen = new if frozen is None else dataclasses.replace(
+                    frozen, **{k: np.where(aff, getattr(new, k), getattr(frozen, k)) for k in keys})
+                done = done | aff
+                if np.all(done):
+                    out += [frozen.gamma] * rest
+                    break
+            elif backend != "numpy" and aff:
+                out += _affine_tail(new, beta, rest, backend, last)
+                break
             geo = rest and _geometric(state.q, new.q, ratio, prev, tol)
             if backend == "numpy" and np.any(geo & ~np.asarray(done, bool)):
                 # per point, so an array call gives each point its scalar value: the geometric points' remaining
