@@ -229,6 +229,14 @@ def _geometric_tail(new, ratio, rest, backend, where, layer, last):
     return list((new.c + new.e - e) / e)
 
 
+def _freeze(frozen, mask, new):
+    """``frozen`` with the points in ``mask`` set to ``new`` (NumPy): the states of the points whose remaining
+    layers are already known (a fixed point or a tail), so that later layers leave them as they are."""
+    if frozen is None:
+        return new
+    return dataclasses.replace(frozen, **{k: np.where(mask, getattr(new, k), getattr(frozen, k)) for k in "qcem"})
+
+
 def _affine(ops, state, new, tol, backend, rest):
     """Per point: the block map is affine in c to the working precision, c' = (c + β)/(1 + β): φ comes first and
     the q entering it is below 1e-60 (NumPy, where its linear branch is exactly this map) or 1e-40 with the final c
@@ -427,14 +435,12 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         return stepper(block(activation, norm, placement, a[i], sigma_w[i], B, backend))
 
     out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
-    keys = ("q", "c", "e", "m")
     try:
         for layer in range(L):
             new = step(state)
             if backend == "numpy":
                 if np.any(done):      # a point at its fixed point stays there: the array call = the scalar call
-                    new = dataclasses.replace(new, **{k: np.where(done, getattr(frozen, k), getattr(new, k))
-                                                      for k in keys})
+                    new = _freeze(new, done, frozen)
                 S.check_state(new, f"{where} at layer {layer + 1}")
             out.append(new.gamma)
             rest = L - layer - 1
@@ -444,45 +450,39 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
                     fixed = _np_fixed_points(point_step, new, rest)   # Steffensen per point: ~20 maps, not ~500
                     newly = newly | (fixed[0] & ~np.asarray(done, bool))
                     new_fixed = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
-                                                            for k, v in zip(keys, fixed[1:])})
+                                                            for k, v in zip("qcem", fixed[1:])})
                 else:
                     new_fixed = new
                 if np.any(newly):
-                    frozen = new_fixed if frozen is None else dataclasses.replace(
-                        frozen, **{k: np.where(newly, getattr(new_fixed, k), getattr(frozen, k)) for k in keys})
+                    frozen = _freeze(frozen, newly, new_fixed)
                 done = done | newly
                 if np.all(done):
                     out += [(new_fixed if frozen is None else frozen).gamma] * rest
                     break
             ratio = new.e / state.e if layer else None
             aff, beta = _affine(ops, state, new, tol, backend, rest) if layer and rest else (False, None)
-            if backend == "numpy" and np.any(aff & ~np.asarray(done, bool)):
-                aff = aff & ~np.asarray(done, bool)
-                tails.append((aff, layer, _affine_tail(new, np.where(aff, beta, 0.0), rest, backend, last)))
-                frozen = new if frozen is None else dataclasses.replace(
-                    frozen, **{k: np.where(aff, getattr(new, k), getattr(frozen, k)) for k in keys})
-                done = done | aff
-                if np.all(done):
-                    out += [frozen.gamma] * rest
-                    break
-            elif backend != "numpy" and aff:
-                out += _affine_tail(new, beta, rest, backend, last)
-                break
             geo = rest and _geometric(state.q, new.q, ratio, prev, tol)
-            if backend == "numpy" and np.any(geo & ~np.asarray(done, bool)):
-                # per point, so an array call gives each point its scalar value: the geometric points' remaining
-                # layers are their tails (written into ``out`` below), and they stay frozen meanwhile
-                geo = geo & ~np.asarray(done, bool)
-                tails.append((geo, layer, _geometric_tail(new, np.where(geo, ratio, 1.0), rest, backend, where,
-                                                          layer, last)))
-                frozen = new if frozen is None else dataclasses.replace(
-                    frozen, **{k: np.where(geo, getattr(new, k), getattr(frozen, k)) for k in keys})
-                done = done | geo
-                if np.all(done):
-                    out += [frozen.gamma] * rest
-                    break
-            elif backend != "numpy" and geo:
-                out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
+            shortcuts = ((aff, lambda m: _affine_tail(new, np.where(m, beta, 0.0) if backend == "numpy" else beta,
+                                                      rest, backend, last)),
+                         (geo, lambda m: _geometric_tail(new, np.where(m, ratio, 1.0) if backend == "numpy" else ratio,
+                                                         rest, backend, where, layer, last)))
+            finished = False
+            for mask, tail in shortcuts:
+                if backend != "numpy":
+                    if mask:
+                        out, finished = out + tail(mask), True
+                        break
+                    continue
+                # per point, so an array call gives each point its scalar value: the points' remaining layers are
+                # their tails (written into ``out`` below), and they stay frozen meanwhile
+                mask = mask & ~np.asarray(done, bool)
+                if np.any(mask):
+                    tails.append((mask, layer, tail(mask)))
+                    frozen, done = _freeze(frozen, mask, new), done | mask
+                    if np.all(done):
+                        out, finished = out + [frozen.gamma] * rest, True
+                        break
+            if finished:
                 break
             if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
                 fixed = None
