@@ -88,8 +88,8 @@ def sym_step(activation, norm, placement, q, c):
 def _kind(activation, norm, placement):
     """'zero' where γ = 0 at every depth exactly: odd φ (symmetric data), BN/LN after φ (Thms E.2, F.3), and srelu
     with LayerNorm or RMSNorm (BN before φ: the 'bn_pre' route, also 0): its shift σ/√(2π) is the ReLU mean of the
-    N(0, σ²) input φ sees at every layer (σ = 1 after a norm before φ; σ = σ_w when the norm after φ resets q = 1 before the next Dense), so E φ = 0 and c stays 0 from
-    the data's c = 0 (the mp route's 1/√(2π) − k at 50 digits left 1e-102, an unconverged reference)."""
+    N(0, σ²) input φ sees at every layer (σ = 1 after a norm before φ; σ = σ_w when the norm after φ resets q = 1
+    before the next Dense), so E φ = 0 and c stays 0 from the data's c = 0 (the mp route's 1/√(2π) − k at 50 digits left 1e-102, an unconverged reference)."""
     if activation in ODD or (norm in ("batchnorm", "layernorm") and placement == "post") or (
             activation == "srelu" and norm in ("layernorm", "rmsnorm")):
         return "zero"
@@ -241,9 +241,8 @@ def _affine(ops, state, new, tol, backend, rest):
     """Per point: the block map is affine in c to the working precision, c' = (c + β)/(1 + β): φ comes first and
     the q entering it is below 1e-60 (NumPy, where its linear branch is exactly this map) or 1e-40 with the final c
     below 10^-(dps+5) (mpmath: the next terms are O(c) relative) and stays fixed (a norm after φ resets it). Then
-    1 − c = e/(1 + β)^k exactly,
-    with no fixed point for ~1/β layers: the iteration would walk every layer (gelu + RMSNorm after φ at L = 1e5,
-    σ_w = 1e-320: 27 s a precision). Returns the mask and β = (c' − c)/e'."""
+    1 − c = e/(1 + β)^k exactly, with no fixed point for ~1/β layers: the iteration would walk every layer
+    (gelu + RMSNorm after φ at L = 1e5, σ_w = 1e-320: 27 s a precision). Returns the mask and β = (c' − c)/e'."""
     if not isinstance(ops[0], S.Act):
         return False, None
     if backend != "numpy":   # the map's next terms are O(c) relative: c_L ~ c + rest·β must be below the precision
@@ -298,39 +297,40 @@ def _steffensen(step, state, tol, rest, start=None):
     return None
 
 
+def _block_step(ops, backend, free):
+    """The block map on a state (the ops composed); where the path is scale-free (``free``) q is reset to 1 after it."""
+    def step(st):
+        for op in ops:
+            with np.errstate(over="ignore", under="ignore"):
+                st = op.map(st, backend)
+        return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
+            if free else st
+    return step
+
+
 def _np_hint(activation, norm, placement, a, sigma_w, B, state, free, rest):
     """c* of the block map in double precision (NumPy maps, Steffensen from the mpmath ``state``): the start of the
     mpmath Steffensen iteration, which then needs 2-3 maps instead of ~15 (gelu + RMSNorm after φ at σ_w = 4.5:
     0.4-0.8 s a map). None where the NumPy maps leave their range or do not converge."""
-    ops = block(activation, norm, placement, float(a), float(sigma_w), B, "numpy")
-
-    def step(st):
-        for op in ops:
-            st = op.map(st, "numpy")
-        return S.State(np.float64(1.0), st.c, st.e, st.m) if free else st
-    try:
-        with np.errstate(all="ignore"):
-            x = S.State(*(np.float64(float(v)) for v in (state.q, state.c, state.e, state.m)))
-            fixed = _steffensen(step, x, 64 * np.finfo(float).eps, rest)
-    except (NumericalError, InputError, OverflowError, ValueError, ZeroDivisionError):
-        return None
-    return None if fixed is None or not 0 < float(fixed.c) < 1 else mpmath.mpf(float(fixed.c))
+    step = _block_step(block(activation, norm, placement, float(a), float(sigma_w), B, "numpy"), "numpy", free)
+    x = S.State(*(np.float64(float(v)) for v in (state.q, state.c, state.e, state.m)))
+    converged, _, c, _, _ = _np_fixed_points(lambda i: step, x, rest, 64 * np.finfo(float).eps)
+    return mpmath.mpf(float(c)) if converged else None
 
 
-def _np_fixed_points(point_step, state, rest):
+def _np_fixed_points(point_step, state, rest, tol=16 * np.finfo(float).eps):
     """Per point of a NumPy state (any shape): (converged mask, q*, c*, e*, m*) of the block map's fixed point by
-    Steffensen's iteration on that point alone (``point_step(i)``: its block map), so an array call gives each point
-    its scalar call's value."""
+    Steffensen's iteration on that point alone (``point_step(i)``: its block map) to ``tol``, so an array call gives
+    each point its scalar call's value; a point whose maps leave their range does not converge."""
     shape = np.shape(state.c)
     out = [np.zeros(shape, bool)] + [np.array(np.broadcast_to(getattr(state, k), shape), float) for k in "qcem"]
-    tol = 16 * np.finfo(float).eps
     for i in np.ndindex(shape):
         x = S.State(*(np.float64(np.asarray(getattr(state, k), float)[i] if np.ndim(getattr(state, k)) else
                                  getattr(state, k)) for k in "qcem"))
         try:
             with np.errstate(all="ignore"):
                 fx = _steffensen(point_step(i), x, tol, rest)
-        except (NumericalError, InputError):
+        except (NumericalError, InputError, OverflowError, ValueError, ZeroDivisionError):
             fx = None
         if fx is not None and 0 < float(fx.c) < 1:
             out[0][i] = True
@@ -421,18 +421,10 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
 
-    def stepper(ops):
-        def step(st):
-            for op in ops:
-                with np.errstate(over="ignore", under="ignore"):
-                    st = op.map(st, backend)
-            return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
-                if free else st
-        return step
-    step = stepper(ops)
+    step = _block_step(ops, backend, free)
 
     def point_step(i):   # the block map of point i alone (NumPy)
-        return stepper(block(activation, norm, placement, a[i], sigma_w[i], B, backend))
+        return _block_step(block(activation, norm, placement, a[i], sigma_w[i], B, backend), backend, free)
 
     out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
     try:
