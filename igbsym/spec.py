@@ -499,6 +499,27 @@ def _is_zero(x) -> bool:
     return bool(np.all(np.asarray(x, float) == 0)) if not isinstance(x, mpmath.mpf) else x == 0
 
 
+def _np_spread_ratio(slope, r, c, kc):
+    """(P − M²)/S = k(c) − r/π for φ = x⁺ − s x⁻, r = (1 − s)²/(1 + s²). For c <= 1/2 in the form
+    c(1 + s)²/(2(1 + s²)) + (r/π)(c·arcsin c − c²/(1 + √(1 − c²))), a sum with no cancellation at c → 0 (k(c) − r/π
+    left an absolute 1e-17 where the value is c/2: srelu at α = 1e-123 drove c to 1e-266; (1 + s)² is taken from s,
+    not as 1 − r/2, which for φ = |x| is a rounding residue where the value is c²/π); above 1/2, where arcsin is
+    ill-conditioned near 1, the difference k(c) − r/π loses at most a factor 9 (φ = |x|, r = 2; 2.1 for relu)."""
+    c = np.asarray(c, float)
+    small = np.minimum(c, 0.5)
+    series = (small * ((1 + slope) / np.hypot(1.0, slope)) ** 2 / 2
+              + r / np.pi * (small * np.arcsin(small) - small**2 / (1 + np.sqrt(1 - small**2))))
+    return np.where(c <= 0.5, np.maximum(series, 0.0), np.maximum(kc - r / np.pi, 0.0))
+
+
+def _mp_spread_ratio(slope, r, c, kc):
+    """_np_spread_ratio at the working precision."""
+    if c <= mpmath.mpf(1) / 2:
+        return (c * ((1 + slope) / mpmath.hypot(1, slope)) ** 2 / 2
+                + r / mpmath.pi * (c * mpmath.asin(c) - c**2 / (1 + mpmath.sqrt(1 - c**2))))
+    return kc - r / mpmath.pi
+
+
 def _np_homogeneous(op, q, c, e):
     """φ = x⁺ − s x⁻ (and srelu = relu − k): closed forms, with e' = e − r(sin t − t cos t)/π, t = arccos c
     computed from e (accurate as c → 1); srelu keeps V and P − M² of relu (a shift moves the mean only)."""
@@ -509,7 +530,7 @@ def _np_homogeneous(op, q, c, e):
     M = (1 - slope) * np.sqrt(q / (2 * np.pi))
     kc = np.where(c == 0, r / np.pi, c + r * (np.sin(t) - t * c) / np.pi)   # k(0) = r/π exactly
     ke = np.maximum(e - r * sin_minus_tcos(t) / np.pi, 0.0)
-    spread = np.where(c == 0, 0.0, np.maximum(S * kc - M * M, 0.0))   # P − M² >= 0, shift-invariant
+    spread = S * _np_spread_ratio(slope, r, c, kc)                          # P − M² >= 0, shift-invariant
     if op.name != "srelu":
         return State(S, kc + 0 * S, ke + 0 * S, M + 0 * S, False, d=spread / S)
     k = np.asarray(op._shift("numpy"), float)
@@ -527,7 +548,7 @@ def _mp_homogeneous(op, q, c, e):
     M = (1 - slope) * mpmath.sqrt(q) / mpmath.sqrt(2 * mpmath.pi)
     kc = r / mpmath.pi if c == 0 else c + r * (mpmath.sin(t) - t * c) / mpmath.pi
     ke = e - r * _mp_sin_minus_tcos(t) / mpmath.pi
-    spread = mpmath.mpf(0) if c == 0 else S * kc - M * M
+    spread = S * _mp_spread_ratio(slope, r, c, kc)
     if op.name != "srelu":
         return State(S, kc, ke, M, False, d=spread / S)
     k = op._shift("mpmath") if op.shift is None else mpmath.mpf(op.shift)

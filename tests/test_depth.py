@@ -355,3 +355,36 @@ def test_tiny_sigma_w_post_norm_is_the_affine_map_in_closed_form(act):
             assert float(f.numpy(L=L, activation=act, a=0.01, sigma_w=sw)) == pytest.approx(float(ref), rel=1e-13)
             for dps in (30, 50):
                 assert abs(f.mp(dps, L=L, activation=act, a=0.01, sigma_w=sw) / ref - 1) < mpmath.mpf(10) ** (5 - dps)
+
+
+def _srelu_mlp_gamma_reference(L, sigma_w, dps=80):
+    """γ_L of the no-norm SReLU MLP from the shifted-ReLU moments (u ~ N(0, q), corr c, t = arccos c):
+    E relu = √(q/2π), E relu² = q/2, E relu(u)relu(u') = q(sin t + c(π − t))/(2π); φ = relu − k with
+    k = σ_w/√(2π); q' = σ_w²S, c' = P/S, from (σ_w², 0). Written here from the definitions, at ``dps`` digits."""
+    with mpmath.workdps(dps):
+        sw = mpmath.mpf(sigma_w)
+        k, q, c = sw / mpmath.sqrt(2 * mpmath.pi), sw**2, mpmath.mpf(0)
+        for _ in range(L):
+            t, mean = mpmath.acos(c), mpmath.sqrt(q / (2 * mpmath.pi))
+            S = q / 2 - 2 * k * mean + k**2
+            P = q * (mpmath.sin(t) + c * (mpmath.pi - t)) / (2 * mpmath.pi) - 2 * k * mean + k**2
+            q, c = sw**2 * S, P / S
+        return c / (1 - c)
+
+
+@pytest.mark.parametrize("L", [2, 3, 7])
+@pytest.mark.parametrize("rel", [0.0, 1e-12, 1e-6, 3e-3])
+def test_srelu_shift_cancellation_near_sigma_w_1_713(L, rel):
+    """Issue 17: at σ_w²·S = 1 (σ_w = √(2π/(π − 1)) = 1.713) layer 2's shift equals layer 1's and E φ = 1/√(2π) − κ
+    cancelled in doubles (1e-4 off at rel = 1e-12, 86× at the nearest double); such points now take the mpmath
+    route. Reference: the moment recursion above at 80 digits."""
+    sw = math.sqrt(2 * PI / (PI - 1)) * (1 + rel)
+    ref = _srelu_mlp_gamma_reference(L, sw)
+    got = G.numpy(L=L, activation="srelu", sigma_w=sw)
+    assert float(got) == pytest.approx(float(ref), rel=1e-13 * L, abs=0)
+
+
+def test_srelu_array_with_a_cancelling_point_equals_the_scalar_calls():
+    sws = np.array([0.5, math.sqrt(2 * PI / (PI - 1)), 2.0, 30.0])
+    arr = G.numpy(L=5, activation="srelu", sigma_w=sws)
+    assert list(arr) == [float(G.numpy(L=5, activation="srelu", sigma_w=s)) for s in sws]

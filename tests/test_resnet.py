@@ -251,3 +251,18 @@ def test_noise_factor_cost_and_value_do_not_depend_on_q(act):
         assert float(got) == pytest.approx(float(ref), rel=1e-12)
     arr = act_noise_factor(Act(act), np.array(qs), "numpy")
     assert [float(v) for v in arr] == [float(act_noise_factor(Act(act), q, "numpy")) for q in qs]
+
+
+def test_srelu_shift_cancellation_in_the_closed_form_case():
+    """Issue 17: srelu's E φ = (√q_φ − 1)/√(2π) cancels where the block's φ input has q_φ ≈ 1. The lambdified L = 1
+    closed form was 100 % off at σ_w = 1 + 1e-11, α = 3.2e-6; the composed NumPy route 3.5e-6 off at L = 2,
+    α = 2.6e-123, σ_w = 1 + 2.4e-11 (domain seed 30343). Such points take the mpmath route. References: the exact
+    L = 1 expression evaluated by SymPy at 50 digits, and the mpmath route at 80 digits."""
+    form = igbsym.get("resnet.gamma")
+    expr = form.case(L=1, activation="srelu")
+    point = {"alpha": 3.2414865110862653e-06, "sigma_w": 1.00000000001, "a": 0.01}
+    ref = expr.subs({form.symbol(k): sp.Float(v, 60) for k, v in point.items()}).evalf(50)
+    assert float(form.numpy(L=1, activation="srelu", **point)) == pytest.approx(float(ref), rel=1e-13, abs=0)
+    deep = {"alpha": 2.6e-123, "sigma_w": 1 + 2.4e-11}
+    assert float(form.numpy(L=2, activation="srelu", **deep)) == pytest.approx(
+        float(form.mp(80, L=2, activation="srelu", **deep)), rel=2e-13, abs=0)

@@ -228,3 +228,21 @@ def test_bad_specs():
         predict(S.NetSpec(None, (None, None), pool=2))
     with pytest.raises(AttributeError, match="no attribute"):
         S.Spec(3, (S.Dense(4),)).activation
+
+
+@pytest.mark.parametrize("slope", [0.0, 0.01, -1.0, 3.0])
+def test_homogeneous_centre_spread_keeps_its_digits_at_tiny_c(slope):
+    """Issue 17: (P − M²)/S was formed as k(c) − r/π, an absolute 1e-17 where the value is ~c (srelu at α = 1e-123
+    drove c to 1e-266 and mp30 / mp50 differed). Reference: the same difference of the defining arc-cosine form
+    evaluated at 700 digits (no cancellation left at that precision: φ = |x| has (P − M²)/S = c²/π + O(c⁴))."""
+    from igbsym.spec import _mp_spread_ratio, _np_spread_ratio, slope_ratio
+    for c in [1e-300, 1e-100, 1e-8, 0.3, 0.5, 0.7, 0.999999]:
+        with mpmath.workdps(700):
+            cc, r = mpmath.mpf(c), slope_ratio(mpmath.mpf(slope))
+            ref = cc + r * (mpmath.sqrt(1 - cc**2) - cc * mpmath.acos(cc)) / mpmath.pi - r / mpmath.pi
+        kc = float(c + slope_ratio(slope) * (math.sqrt(1 - c * c) - c * math.acos(c)) / math.pi)
+        assert float(_np_spread_ratio(slope, float(slope_ratio(slope)), c, kc)) == pytest.approx(float(ref), rel=1e-13, abs=0)
+        with mpmath.workdps(30):
+            r30, c30 = slope_ratio(mpmath.mpf(slope)), mpmath.mpf(c)
+            k30 = c30 + r30 * (mpmath.sqrt(1 - c30**2) - c30 * mpmath.acos(c30)) / mpmath.pi
+            assert abs(_mp_spread_ratio(mpmath.mpf(slope), r30, c30, k30) - ref) <= mpmath.mpf(10) ** -26 * ref

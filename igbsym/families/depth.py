@@ -339,6 +339,41 @@ def _np_fixed_points(point_step, state, rest, tol=16 * np.finfo(float).eps):
     return out
 
 
+KAPPA_1 = 1 / math.sqrt(2 * math.pi)     # srelu's layer-1 shift in units of the input rms (centres layer 1 exactly)
+SHIFT_CANCEL = 64                         # E φ = 1/√(2π) − κ loses log2(κ/|E φ|) bits: above 64 (6 bits) → mpmath
+
+
+class _ShiftCancels(Exception):
+    """Raised inside the NumPy srelu path where E φ = 1/√(2π) − κ cancels; ``_srelu_points`` re-evaluates."""
+
+
+def _srelu_points(L, a, sigma_w, where, last):
+    """The NumPy srelu path, except where κ returns to κ₁ (σ_w²·S ≈ 1, e.g. σ_w ≈ √(2π/(π − 1)) = 1.713 at layer
+    2): there E φ = 1/√(2π) − κ is a difference of nearly equal doubles, c' = (E φ)²/S at the next layer is all
+    of it, and the double route lost up to every digit (1e-4 relative at σ_w = 1.713(1 + 1e-12)). Such a point is
+    evaluated on the mpmath route at 40 digits, the others on NumPy one by one (the array call = the scalar
+    calls)."""
+    try:
+        return _srelu_path(L, a, sigma_w, "numpy", where, last)
+    except _ShiftCancels:
+        pass
+    out = None
+    for i in np.ndindex(a.shape):
+        try:
+            g = _srelu_path(L, a[i], sigma_w[i], "numpy", where, last)
+        except _ShiftCancels:
+            with mpmath.workdps(40):
+                g = _srelu_path(L, mpmath.mpf(float(a[i])), mpmath.mpf(float(sigma_w[i])), "mpmath", where, last)
+            if not all(mpmath.isfinite(x) and abs(x) < 1e300 for x in g):
+                raise NumericalError(f"{where}: gamma exceeds the double range (the mpmath route gives "
+                                     f"{mpmath.nstr(max(g), 5)})") from None
+            g = [float(x) for x in g]
+        out = out or [np.empty(a.shape) for _ in g]
+        for o, x in zip(out, g):
+            o[i] = x
+    return out
+
+
 def _srelu_path(L, a, sigma_w, backend, where, last):
     """γ_l of the no-norm SReLU MLP without overflow at any σ_w: the block φ(x) = relu(x) − k then Dense is
     positively homogeneous in (x, k), so the state is carried at q = 1 with the shift relative to the input rms,
@@ -352,11 +387,13 @@ def _srelu_path(L, a, sigma_w, backend, where, last):
         state = S.input_state("mpmath")
     else:
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
-        kappa, tol = np.full(a.shape, 1 / math.sqrt(2 * math.pi)), 4 * np.finfo(float).eps
+        kappa, tol = np.full(a.shape, KAPPA_1), 4 * np.finfo(float).eps
         state = S.State(np.ones(a.shape), np.zeros(a.shape), np.ones(a.shape), np.zeros(a.shape))
     sqrt = mpmath.sqrt if mp else np.sqrt
     out, prev, ratio = [], None, None
     for layer in range(L):
+        if not mp and layer and np.any(SHIFT_CANCEL * np.abs(kappa - KAPPA_1) < kappa):
+            raise _ShiftCancels
         new = S.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
         with np.errstate(over="ignore", divide="ignore"):
             k_new = kappa / sigma_w / sqrt(new.q)
@@ -410,7 +447,8 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             raise NumericalError(f"{where}: {exc}") from None
     if activation == "srelu" and norm in (None, "none"):
         try:
-            return _srelu_path(L, a, sigma_w, backend, where, last)
+            return (_srelu_points(L, a, sigma_w, where, last) if backend == "numpy"
+                    else _srelu_path(L, a, sigma_w, backend, where, last))
         except NumericalError as exc:
             raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
     # a norm first in the block is scale-invariant on a Dense output (m = 0): q is reset to 1 after every block, so

@@ -9,14 +9,16 @@ weights N(0, σ_w²/fan_in), no biases. Block order 'linear-first': F = Dense �
 """
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import sympy as sp
 
 from .. import activations as acts
+from ..errors import NumericalError
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
 from ..residual import BLOCKS, NORMS, resnet_ops, residual_block, trunk_states
-from ..spec import HOMOGENEOUS, SIGMA_W, State
+from ..spec import HOMOGENEOUS, SIGMA_W, Act, BatchNorm, LayerNorm, RMSNorm, State, compose
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
@@ -47,14 +49,40 @@ ROUTE_ERROR = ("composition of the block maps: rounding only for relu/leaky_relu
                "1e-13 L), the quadrature error of igbsym/spec.py per block for smooth activations")
 
 
+SHIFT_CANCEL = 64   # srelu's E φ = (√q_φ − 1)/√(2π) loses log2(1/|√q_φ − 1|) bits: above 64 (6 bits) → mpmath
+
+
+def _shift_cancels(ops, states) -> bool:
+    """True iff some block's srelu sees an input second moment q_φ within 1/64 of 1 (not set to 1 by a norm):
+    its mean E φ = (√q_φ − 1)/√(2π) is then a difference of nearly equal doubles, and q_φ, a product of rounded
+    block moments, is known to a few ulp only (α = 2.6e-123, σ_w = 1 + 2.4e-11: γ was 3.5e-6 off)."""
+    for op, s in zip(ops[1:], states):
+        head = op.block[:[isinstance(b, Act) for b in op.block].index(True)]
+        if head and isinstance(head[-1], (BatchNorm, LayerNorm, RMSNorm)):
+            continue
+        q = compose(head, s, "numpy")[-1].q if head else s.q
+        if SHIFT_CANCEL * abs(np.sqrt(float(q)) - 1) < 1:
+            return True
+    return False
+
+
 def _gamma_np(L, activation, norm, placement, order):
     def fn(alpha, a, sigma_w):
         alpha, a, sigma_w = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a, sigma_w)))
         out = np.empty(alpha.shape)
         for idx in np.ndindex(alpha.shape):
-            s = trunk_states(resnet_ops(L, activation, float(alpha[idx]), norm, placement, order, float(a[idx]),
-                                        float(sigma_w[idx])))[-1]
-            out[idx] = float(s.c) / float(s.e)
+            ops = resnet_ops(L, activation, float(alpha[idx]), norm, placement, order, float(a[idx]),
+                             float(sigma_w[idx]))
+            states = trunk_states(ops)
+            if activation == "srelu" and _shift_cancels(ops, states):
+                with mpmath.workdps(40):
+                    g = _gamma_mp(L, activation, norm, placement, order)(
+                        *(mpmath.mpf(float(v[idx])) for v in (alpha, a, sigma_w)))
+                if not abs(g) < 1e300:
+                    raise NumericalError(f"resnet.gamma: gamma = {mpmath.nstr(g, 5)} exceeds the double range")
+                out[idx] = float(g)
+            else:
+                out[idx] = float(states[-1].c) / float(states[-1].e)
         return out
     return fn
 
@@ -110,7 +138,11 @@ register(ClosedForm(
     (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW),
     Provenance(SOURCE, "Secs. 6-7 (residual nets; no formula in the seeds)",
                "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F"),
-    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH,)))
+    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH,),
+    # the closed form (L = 1, no norm) printed and used by mp, but NumPy composes the maps: the lambdified nest has
+    # srelu's (σ_w² − 1) cancellation with no way to flag it (σ_w = 1 + 1e-11, α = 3e-6: 100 % off)
+    kernel=lambda L, activation, norm, placement, order, alpha, a, sigma_w: _gamma_np(
+        L, activation, norm, placement, order)(alpha, a, sigma_w)))
 
 
 def corr_map_expr(activation):
