@@ -740,13 +740,15 @@ def _mp_rules(d, sd):
     # trapezoid: error ~ e^{-2πd/h} from the strip and e^{-2π² sd²/h²} from the Gaussian (aliasing)
     h = min(2 * mpmath.pi * d / T, mpmath.pi * sd * mpmath.sqrt(2 / T))
     # Gauss–Hermite on f(sd z): error ~ e^{-(d/sd)√(2n)} (measured for sigmoid: conservative); for small sd the
-    # Taylor bound (sd/d)^(2n) (2n−1)!! of the degree-2n remainder (|f^(k)| <= k!/d^k on the strip) is smaller
+    # remainder n!/(2n)!·E f^(2n) with |f^(k)| <= k!(sd/d)^k on the strip, n!(sd/d)^(2n) (measured: GELU² at sd = 0.1
+    # has 5.7e-39 at n = 20, 5e-59 at 30, as this predicts). It is searched past the first estimate, which was the
+    # minimum 20 there: the 1-d moments at q = 0.01 held 38 digits at 50 (and q = 0.003 48 at 100)
     n = max(20, int(((T * sd / d) ** 2) / 2) + 1)
     if sd < d / 4:
-        lg, log_fac2, t = float(mpmath.log(d / sd)), 0.0, float(T) + 3
-        for m in range(1, n):
-            log_fac2 += math.log(2 * m - 1)
-            if m >= 4 and 2 * m * lg - log_fac2 >= t:
+        lg, log_fac, t = float(mpmath.log(d / sd)), 0.0, float(T) + 3
+        for m in range(1, 10 * n + 200):
+            log_fac += math.log(m)
+            if m >= 4 and 2 * m * lg - log_fac >= t:
                 n = m
                 break
     return T, mpmath.sqrt(2 * T) + 1, h, n

@@ -17,3 +17,27 @@ def all_derivations():
     """Every family's derivation, run once per session (test_coverage, test_latex)."""
     import derivations
     return [derivations.run(fam) for fam in derivations.modules()]
+
+
+# --- no vacuous pytest.approx ----------------------------------------------------------------------------------
+# pytest.approx adds a default absolute tolerance of 1e-12, so approx(ref, rel=1e-13) with ref = 1e-41 accepts any
+# value below 1e-12: four NumPy checks of tiny γ could not fail. A nonzero expected value below 1e-10 must state
+# its abs= (usually abs=0).
+_approx = pytest.approx
+
+
+def _strict_approx(expected, *args, **kwargs):
+    import numpy as np
+    if "abs" not in kwargs and len(args) < 2:
+        try:
+            values = np.abs(np.asarray(expected, dtype=float)).ravel()
+        except (TypeError, ValueError):
+            values = np.array([])
+        tiny = values[(values > 0) & (values < 1e-10)]
+        if tiny.size:
+            raise AssertionError(f"pytest.approx({tiny[0]:.3g}, ...) without abs=: the default abs=1e-12 makes the "
+                                 "comparison vacuous; state abs= (e.g. abs=0)")
+    return _approx(expected, *args, **kwargs)
+
+
+pytest.approx = _strict_approx

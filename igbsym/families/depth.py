@@ -39,6 +39,7 @@ from mpmath import libmp
 import sympy as sp
 
 from .. import activations as acts
+from .. import mehler
 from .. import spec as S
 from ..errors import InputError, NumericalError
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
@@ -451,6 +452,10 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
                     else _srelu_path(L, a, sigma_w, backend, where, last))
         except NumericalError as exc:
             raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    if activation in mehler.ACTIVATIONS and norm == "rmsnorm" and placement == "post":
+        routed = _mehler_split(L, activation, norm, placement, a, sigma_w, B, backend, where, last)
+        if routed is not None:
+            return routed
     # a norm first in the block is scale-invariant on a Dense output (m = 0): q is reset to 1 after every block, so
     # σ_w² q may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ
     free = _scale_free(ops) or isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm))
@@ -536,6 +541,32 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         for k, g in enumerate(tail):
             out[start + 1 + k] = np.where(mask, g, out[start + 1 + k])
     return out[-1:] if last else out
+
+
+def _mehler_split(L, activation, norm, placement, a, sigma_w, B, backend, where, last):
+    """GELU / SiLU with RMSNorm after φ at q = σ_w² <= mehler.Q_MAX: the block map at the fixed q is Mehler's power
+    series, iterated as a polynomial (igbsym/mehler.py; the nested quadrature a layer took > 60 s at σ_w = 1e-3,
+    L = 1e5). NumPy: the points with Q_LINEAR <= q <= Q_MAX (below, the linear branch's affine map in closed form);
+    the other points take ``path``. Returns None where no point is routed here."""
+    if backend != "numpy":
+        q = sigma_w**2
+        if not 0 < q <= mehler.Q_MAX:
+            return None
+        return [c / (1 - c) for c in mehler.mp_path(activation, q, L, last)]
+    q = sigma_w**2
+    small = (q >= S.Q_LINEAR) & (q <= mehler.Q_MAX)
+    if not small.any():
+        return None
+    out = [np.empty(a.shape) for _ in range(1 if last else L)]
+    if not small.all():
+        for o, g in zip(out, path(L, activation, norm, placement, a[~small], sigma_w[~small], B, backend, where,
+                                  last)):
+            o[~small] = g
+    for i in filter(lambda i: small[i], np.ndindex(a.shape)):
+        cs = mehler.np_path(activation, float(q[i]), L)
+        for o, c in zip(out, cs[-1:] if last else cs):
+            o[i] = c / (1 - c)
+    return out
 
 
 def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma"):
