@@ -14,7 +14,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from .numerics import composite_gauss_legendre, normal_nodes
+from .numerics import composite_gauss_legendre, normal_nodes, row_dot
 
 
 ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
@@ -29,7 +29,7 @@ def expect(f, sigma, *args, chunk: int = 4096):
         s = flat_s[start:start + chunk]
         z, w = normal_nodes(min(0.05, 0.4 / max(float(s.max()), 1e-300)))
         vals = f(s[:, None] * z, *[v[start:start + chunk, None] for v in flat_a])
-        flat_o[start:start + chunk] = vals @ w
+        flat_o[start:start + chunk] = row_dot(vals, w)
     return out[()] if out.ndim == 0 else out
 
 

@@ -49,7 +49,7 @@ def _gauss_derivative(name: str, k: int, q, tol):
     ``tol``·q/4 (S >= q A_1² = q/4: ``tol`` relative to S); raises NumericalError if SiLU's asymptotic terms turn to
     grow before that."""
     total, j = mpmath.mpf(0), 0
-    turn = k + math.pi**2 / (2 * float(q))      # beyond it SiLU's terms grow (GELU's keep falling)
+    turn = k + mpmath.pi**2 / (2 * q)            # beyond it SiLU's terms grow (GELU's keep falling)
     scale = q**k / mpmath.factorial(k)
     while True:
         term = _derivative_at_zero(name, k + 2 * j) * q**j / (2**j * mpmath.factorial(j))

@@ -274,3 +274,14 @@ def test_value_at_overflowing_sigma2_matches_mpmath():
     assert abs(AFTER.numpy(**args) - float(kap)) <= 1e-13 * float(kap)
     assert float(C_AFTER.numpy(**args)) == float(C_AFTER.mp(50, **args)) or \
         abs(float(C_AFTER.numpy(**args)) / float(C_AFTER.mp(50, **args)) - 1) <= 1e-13
+
+
+def test_huge_weight_kurtosis_does_not_overflow_the_eigenvalue_gap():
+    """Issue 17 (domain seed 7095): at kappa_w = 1e308, w = 1e30 the discriminant's t² overflowed, so δ = lam_+ − 1
+    was inf and kappa_1 = inf where it is 1.8e278 (c_1 = inf for 2.0). Reference: the mp route, M^L m0 by repeated
+    squaring of the raw-moment map (no spectral form)."""
+    point = {"L": 1, "w": 10**30, "a": 0.9999999999995949, "kappa_w": 1e308, "kappa0": 1.7655163541373948,
+             "c0": 2.0, "sigma2": 4.021694041467336}
+    for name in ("kurtosis.after", "kurtosis.c_after"):
+        form = igbsym.get(name)
+        assert float(form.numpy(**point)) == pytest.approx(float(form.mp(30, **point)), rel=1e-12, abs=0)

@@ -106,3 +106,15 @@ def test_outside_its_range_the_series_refuses():
     with mpmath.workdps(30):
         with pytest.raises(NumericalError):   # SiLU's asymptotic sum in j turns to grow near j = π²/(2q)
             Me._gauss_derivative("silu", 2, mpmath.mpf(2), mpmath.mpf(10) ** -40)
+
+
+def test_mp_route_at_the_smallest_double_sigma_w():
+    """σ_w = 5e-324 (q = 2.5e-647 in mp; domain seed 25444: float(q) = 0 divided by zero in the series' turning
+    point). GELU at q → 0: E φ = q/√(2π(1 + q)) (closed form), E φ² = q/4 (1 + O(q)), so β = b_0 ≈ 2q/π and the
+    affine map gives γ_L = (1 + β)^L − 1."""
+    with mpmath.workdps(60):
+        q = mpmath.mpf(5e-324) ** 2
+        beta = 2 * q / mpmath.pi
+        for L in (1, 100000):
+            ref = mpmath.expm1(L * mpmath.log1p(beta))
+            assert abs(RMS_POST.mp(30, L=L, activation="gelu", sigma_w=5e-324) / ref - 1) < mpmath.mpf(10) ** -27

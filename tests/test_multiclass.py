@@ -452,3 +452,12 @@ def test_paper_approx_below_gamma_one_tenth_is_relatively_accurate(g, gamma, C):
                                                     [peak[1] + d for d in (-12, -4, -1, 0, 1, 4, 12)])
     got = float(get("multiclass.paper_approx").numpy(g=g, gamma=gamma, C=C))
     assert abs(got - float(ref)) <= 1e-9 * float(ref), (got, ref)
+
+
+def test_paper_approx_array_call_equals_the_scalar_call():
+    """Domain seed 7095: the 40-node rule summed as a BLAS matrix-vector product rounded a row 2 ulp differently in a
+    two-point call; rows are now summed on their own (igbsym.numerics.row_dot)."""
+    f = get("multiclass.paper_approx")
+    g, gamma, C = np.array([1.852624677541771e-05, 0.5]), np.array([1.5, 1e-320]), np.array([2, 10000])
+    arr = f.numpy(g=g, gamma=gamma, C=C)
+    assert list(arr) == [float(f.numpy(g=a, gamma=b, C=c)) for a, b, c in zip(g, gamma, C)]

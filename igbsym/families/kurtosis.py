@@ -86,7 +86,9 @@ def _eigen(w, a, kappa_w):
     lam_m = q * (w - 1) * (kappa_w - 3) / w / lam_p
     two_minus_tr = 1 / w - (p - 1)
     chi1 = (1 - p) / w - 3 * q * (w - 1) / w
-    disc = np.sqrt(two_minus_tr**2 - 4 * chi1)
+    # √(t² − 4χ) without squaring t (t² overflowed at κ_w = 1e308, w = 1e30: δ = inf, κ_1 = inf for 1.8e278)
+    t, r2 = np.abs(two_minus_tr), 2 * np.sqrt(np.abs(chi1))
+    disc = np.where(chi1 <= 0, np.hypot(t, r2), np.sqrt(np.maximum(t - r2, 0.0)) * np.sqrt(t + r2))
     delta = np.where(two_minus_tr > 0, -2 * chi1 / (two_minus_tr + disc), (disc - two_minus_tr) / 2)
     return p, off, g, d, lam_p, lam_m / lam_p, root, lam_m, delta
 

@@ -31,6 +31,7 @@ from scipy import special
 
 from ..form import ClosedForm, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv
+from ..numerics import row_dot
 from ..registry import register
 
 IGB = "igb-initial-guessing-bias.txt"
@@ -152,14 +153,8 @@ def _identity_moments(kk: np.ndarray):
     """(E[M_k], Var[M_k]) for σ = 1 by the Gumbel-weight Gauss rule (kk: 1-d float array of distinct k)."""
     nodes, weights = gumbel_gauss_rule()
     xs = quantile_at_gumbel(nodes[None, :], kk[:, None])
-    mean = _rowdot(xs, weights)
-    return mean, _rowdot((xs - mean[:, None]) ** 2, weights)
-
-
-def _rowdot(rows, w):
-    """rows @ w, each row summed on its own (a BLAS matrix-vector product may round a row differently depending
-    on how many rows share the call: an array call must give the scalar call's value)."""
-    return np.sum(rows * w, axis=-1)
+    mean = row_dot(xs, weights)
+    return mean, row_dot((xs - mean[:, None]) ** 2, weights)
 
 
 K_RELU_TAIL = 64
@@ -359,7 +354,7 @@ def mass_binomial(gamma, dd):
     d_uniq, row = np.unique(dd[pos], return_inverse=True)
     xs = quantile_at_gumbel(T_TRAP[None, :], d_uniq[:, None])   # depends on D only
     w = H_TRAP * np.exp(-T_TRAP - np.exp(-T_TRAP))
-    out[pos] = 2 * _rowdot(special.ndtr(-xs[row] / np.sqrt(gamma[pos])[:, None]), w)
+    out[pos] = 2 * row_dot(special.ndtr(-xs[row] / np.sqrt(gamma[pos])[:, None]), w)
     return out.reshape(shape)
 
 

@@ -57,6 +57,7 @@ from scipy import optimize, special, stats
 from ..errors import InputError, NumericalError
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv, mp_log_ncdf, mp_ncdf, mp_ncdf_inv
+from ..numerics import row_dot
 from ..registry import register
 from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
 
@@ -911,7 +912,7 @@ def paper_approx_numpy(g, gamma, C):
     regular = (gamma > 0) & np.isfinite(gamma) & (g > 0) & (g < 1)
     s = np.sqrt(np.where(regular, gamma, 1.0))
     m = quantile_at_gumbel(nodes, (C - 1)[..., None])              # the max of C - 1 standard normals
-    out = special.ndtr(m + (np.sqrt(2) * np.where(regular, x, 0.0) / s)[..., None]) @ weights
+    out = row_dot(special.ndtr(m + (np.sqrt(2) * np.where(regular, x, 0.0) / s)[..., None]), weights)
     small = regular & (gamma < PAPER_RULE_MIN)
     if small.any():
         out = np.array(out, dtype=float)
