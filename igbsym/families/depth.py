@@ -26,7 +26,8 @@ the same ops that ``validation/simulate.py`` turns into torch layers. The numeri
 (never formed as a difference), so γ keeps its relative accuracy as c → 1; a NumericalError is raised where
 γ leaves the double range (1 − c < 1e-300) or q leaves the quadrature route's range (q <= 100), never a wrong
 sign or inf. The iteration stops at a fixed point of the block map (later layers repeat it), so any depth up
-to L_MAX is cheap. Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming setting).
+to L_MAX is cheap; GELU/SiLU with RMSNorm after φ at q = σ_w² <= 0.01, where ~1/q layers pass before c settles,
+iterate Mehler's power series of the block map (igbsym/mehler.py) instead of a nested quadrature a layer. Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming setting).
 """
 from __future__ import annotations
 
