@@ -114,7 +114,8 @@ def mp_path(name: str, q, L: int, last: bool = False) -> list:
     dps = mpmath.mp.dps
     b = coefficients(name, q, dps)
     bits = int((dps + 3) * math.log2(10) + math.log2(L * len(b) + 1) - float(mpmath.log(b[0], 2))) + 16
-    B = [int(mpmath.floor(mpmath.ldexp(v, bits))) for v in b][::-1]
+    with mpmath.workprec(bits + 64):      # floor at the working precision rounded b_1 ≈ 1 to ~dps digits: 1e-31 a layer
+        B = [int(mpmath.floor(mpmath.ldexp(v, bits))) for v in b][::-1]
     C, out = 0, []
     for _ in range(L):
         acc = 0
