@@ -628,6 +628,9 @@ def case(L, activation, norm, placement, where="depth.gamma"):
                          f"{BN_FORM}(B) for finite B"), "that of the block map / " + BN_FORM
     elif kind == "smooth":
         method, error = f"{L}-fold composition of the (q, c, 1-c) block map with quadrature moments", QUAD_ERROR
+        if activation in mehler.ACTIVATIONS and norm == "rmsnorm" and placement == "post":
+            method += (f"; at sigma_w^2 <= {mehler.Q_MAX}: Mehler's power series of the block map at the fixed q, "
+                       "iterated as a polynomial (igbsym/mehler.py)")
     else:
         method = (f"{L}-fold composition of the closed-form block map in (c, 1-c) (nested form printed for "
                   f"L <= {L_EXACT})")
