@@ -407,3 +407,19 @@ def test_fixed_q_deep_fixed_point_by_steffensen_keeps_e_accurate(act, sw):
     sws = np.array([sw, 0.7, 1e-3])
     assert list(f.numpy(L=100000, activation=act, sigma_w=sws)) == [
         float(f.numpy(L=100000, activation=act, sigma_w=s)) for s in sws]
+
+
+@pytest.mark.parametrize("L", [250, 300, 400])
+def test_steffensen_rejects_a_contraction_estimated_from_rounding(L):
+    """silu + LayerNorm before φ, σ_w = 0.5 (ρ = 0.94): from layer 64 Steffensen reached c* and accepted a ρ that was
+    a ratio of roundings, so γ_300 was c*'s value, 1.9e-9 off (the mp route, 30 digits, agrees with the layer walk).
+    Reference: spec's maps composed layer by layer in NumPy (no shortcut), within the per-layer rounding."""
+    from igbsym import spec as S
+    ops = D.block("silu", "layernorm", "pre", 0.01, 0.5)
+    state = S.Dense(None, 0.5).map(S.input_state("numpy"), "numpy")
+    for _ in range(L):
+        for op in ops:
+            state = op.map(state, "numpy")
+    ref = float(state.c) / float(state.e)
+    got = float(igbsym.get("depth.gamma_ln_pre").numpy(L=L, activation="silu", sigma_w=0.5))
+    assert got == pytest.approx(ref, rel=1e-13, abs=0)
