@@ -27,7 +27,8 @@ the same ops that ``validation/simulate.py`` turns into torch layers. The numeri
 γ leaves the double range (1 − c < 1e-300) or q leaves the quadrature route's range (q <= 100), never a wrong
 sign or inf. The iteration stops at a fixed point of the block map (later layers repeat it), so any depth up
 to L_MAX is cheap; GELU/SiLU with RMSNorm after φ at q = σ_w² <= 0.01, where ~1/q layers pass before c settles,
-iterate Mehler's power series of the block map (igbsym/mehler.py) instead of a nested quadrature a layer. Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming setting).
+iterate Mehler's power series of the block map (igbsym/mehler.py) instead of a nested quadrature a layer.
+Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming setting).
 """
 from __future__ import annotations
 
@@ -225,10 +226,34 @@ def _geometric_tail(new, ratio, rest, backend, where, layer, last):
         e = new.e * np.exp(ks * np.log(ratio))       # e·ratio^k without k-fold rounding of a product
     if (e < S.E_MIN).any():
         k = int(np.argmax((e < S.E_MIN).reshape(rest, -1).any(axis=1)))
+        rate = float(np.max(np.where(e[k] < S.E_MIN, ratio, 0.0)))     # the ratio of a point that left the range
         raise NumericalError(f"{where} at layer {layer + 2 + k}: 1 - c = {float(e[k].min()):.3g} < {S.E_MIN:g}: "
                              "gamma = c/(1-c) exceeds the double range (1 - c decays geometrically, ratio "
-                             f"{float(np.max(ratio)):.6g} a layer)")
+                             f"{rate:.6g} a layer)")
     return list((new.c + new.e - e) / e)
+
+
+SPAN = 256          # NumPy: the geometric tail's ratio is measured over this many layers, not one
+
+
+def _span_ratio(geo, ratio, anchor, new, layer, rest, done):
+    """The NumPy geometric tail e·ρ^k multiplies the error of ρ by k: a one-layer ratio of two rounded e's (~1e-15)
+    was 1e-11 off at k ~ 3000 (sigmoid + RMSNorm after φ, σ_w = 6, L = 3000; over 256 layers 2e-13). A point where
+    the decay is first seen is anchored (its e and layer) and walks SPAN more layers; its tail then takes
+    ρ = (e/e_anchor)^(1/SPAN). Points with at most SPAN layers left take the one-layer ratio (error <= SPAN·1e-15).
+    Returns (the points to take the tail now, their ratios, the anchors)."""
+    shape = np.shape(new.e)
+    if anchor is None:
+        anchor = (np.full(shape, np.nan), np.full(shape, -1))
+    e0, l0 = anchor
+    free = ~np.asarray(done, bool)
+    start = np.asarray(geo, bool) & free & (l0 < 0) & (rest > SPAN)
+    e0, l0 = np.where(start, new.e, e0), np.where(start, layer, l0)
+    ready = free & (l0 >= 0) & (layer - l0 == SPAN)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spanned = np.exp(np.log(np.asarray(new.e, float) / e0) / SPAN)
+    now = (np.asarray(geo, bool) & free & (l0 < 0)) | ready
+    return now, np.where(ready, spanned, ratio), (e0, l0)
 
 
 def _freeze(frozen, mask, new):
@@ -484,6 +509,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         return _block_step(block(activation, norm, placement, a[i], sigma_w[i], B, backend), backend, free)
 
     out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
+    anchor = None     # NumPy: (e, layer) per point where the geometric decay was first seen (``_span_ratio``)
     try:
         for layer in range(L):
             new = step(state)
@@ -512,9 +538,12 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             ratio = new.e / state.e if layer else None
             aff, beta = _affine(ops, state, new, tol, backend, rest) if layer and rest else (False, None)
             geo = rest and _geometric(state.q, new.q, ratio, prev, tol)
+            rate = ratio
+            if backend == "numpy" and layer and rest:
+                geo, rate, anchor = _span_ratio(geo, ratio, anchor, new, layer, rest, done)
             shortcuts = ((aff, lambda m: _affine_tail(new, np.where(m, beta, 0.0) if backend == "numpy" else beta,
                                                       rest, backend, last)),
-                         (geo, lambda m: _geometric_tail(new, np.where(m, ratio, 1.0) if backend == "numpy" else ratio,
+                         (geo, lambda m: _geometric_tail(new, np.where(m, rate, 1.0) if backend == "numpy" else rate,
                                                          rest, backend, where, layer, last)))
             finished = False
             for mask, tail in shortcuts:
