@@ -295,11 +295,11 @@ RHO_CLEAR = 1e4     # Steffensen's contraction estimate d2/d1 is used only where
 
 
 def _steffensen(step, state, tol, rest, start=None):
-    """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route), by Steffensen's
-    iteration from ``start`` (default ``state``, the iterate reached; quadratic convergence: a few maps instead of
-    ~dps/log10(1/ρ) layers). Returns the fixed-point state if the iteration converges to ``tol`` with contraction
-    ρ = F'(c*) < 1 − 1e-3 and ρ^rest·|c − c*| below tol (then every remaining layer equals c* to the working
-    precision), else None. Works on NumPy 0-d states too (``_np_hint``)."""
+    """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route, and NumPy per point
+    where q is fixed or rescaled), by Steffensen's iteration from ``start`` (default ``state``, the iterate reached;
+    quadratic convergence: a few maps instead of ~dps/log10(1/ρ) layers). Returns the fixed-point state if the
+    iteration converges to ``tol`` with contraction ρ = F'(c*) < 1 − 1e-3 and ρ^rest·|c − c*| below tol (then every
+    remaining layer equals c* to the working precision), else None. Works on NumPy 0-d states too (``_np_hint``)."""
     x0, rho = (state if start is None else start), None
 
     def at(x, v):
