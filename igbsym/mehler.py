@@ -83,8 +83,7 @@ def coefficients(name: str, q, dps: int) -> tuple:
                 break
             k += 1
             fact *= k
-        S = mpmath.fsum(terms)
-        return tuple(+(t / S) for t in terms)
+        return tuple(+(t / total) for t in terms)
 
 
 def np_path(name: str, q: float, L: int) -> list:

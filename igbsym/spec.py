@@ -77,6 +77,8 @@ X_KINK = 45.0          # beyond |x| = 45 every smooth φ is constant or linear t
                        # tanh, GELU: smaller): only |x| <= 45 needs panels on the x-scale
 Q_LINEAR = 1e-60       # below this q a smooth φ with φ(0) = 0 is linear to double precision
 E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range
+SHIFT_CANCEL = 64      # srelu's mean E φ = √q/√(2π) − shift loses log2(shift/|E φ|) bits: beyond 64 (6 bits) the
+                       # double routes hand the point to mpmath (families/depth.py, families/resnet.py)
 TAYLOR_S = 1e-4        # inner noise sd below which Var_ξ φ(μ+ξ) is its 2-term Taylor series (rel. error ~ s⁴)
 SMALL_SD = 1e-3        # below this √q, E φ(√q Z) is its Taylor series φ(0) + φ''(0)q/2 + φ''''(0)q²/8
 QUAD_ERROR = ("composite 8-point Gauss-Legendre on z in [-13, 13] (panels <= min(0.25, 0.4 scale/sd)) for E[phi], "

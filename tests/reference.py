@@ -1,4 +1,5 @@
-"""Independent reference routes for tests: mpmath quadrature of defining integrals (never the code under test)."""
+"""Independent reference routes for tests: mpmath quadrature of defining integrals (never the code under test), and
+the plain layer-by-layer composition of spec's maps that the depth shortcuts must reproduce."""
 import mpmath
 
 
@@ -14,3 +15,23 @@ def gauss_expect(f, mu, sigma, lo=-mpmath.inf, hi=mpmath.inf, dps=40):
 def rel_err(got, ref) -> float:
     ref = mpmath.mpf(ref)
     return float(abs(mpmath.mpf(got) - ref) / abs(ref)) if ref != 0 else float(abs(mpmath.mpf(got)))
+
+
+def layer_walk(act, norm, placement, sw, L, backend="numpy"):
+    """γ_1..γ_L of the depth MLP by composing spec's maps layer by layer, with no shortcut (no fixed point, tail,
+    Steffensen or Mehler series); stops where q leaves the quadrature's range or 1 − c leaves the double range."""
+    from igbsym import spec as S
+    from igbsym.errors import NumericalError
+    from igbsym.families.depth import block
+    ops = block(act, norm, placement, 0.01, sw)
+    state, out = S.Dense(None, sw).map(S.input_state(backend), backend), []
+    for _ in range(L):
+        try:
+            for op in ops:
+                state = op.map(state, backend)
+        except NumericalError:
+            break
+        if not state.e > 1e-300:
+            break
+        out.append(state.c / state.e if backend == "mpmath" else float(state.c) / float(state.e))
+    return out

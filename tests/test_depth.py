@@ -13,7 +13,7 @@ from scipy import integrate, special
 
 import igbsym
 from igbsym.families import depth as D
-from reference import gauss_expect
+from reference import gauss_expect, layer_walk
 
 G = igbsym.get("depth.gamma")
 K = igbsym.get("depth.corr_map")
@@ -414,13 +414,7 @@ def test_steffensen_rejects_a_contraction_estimated_from_rounding(L):
     """silu + LayerNorm before φ, σ_w = 0.5 (ρ = 0.94): from layer 64 Steffensen reached c* and accepted a ρ that was
     a ratio of roundings, so γ_300 was c*'s value, 1.9e-9 off (the mp route, 30 digits, agrees with the layer walk).
     Reference: spec's maps composed layer by layer in NumPy (no shortcut), within the per-layer rounding."""
-    from igbsym import spec as S
-    ops = D.block("silu", "layernorm", "pre", 0.01, 0.5)
-    state = S.Dense(None, 0.5).map(S.input_state("numpy"), "numpy")
-    for _ in range(L):
-        for op in ops:
-            state = op.map(state, "numpy")
-    ref = float(state.c) / float(state.e)
+    ref = layer_walk("silu", "layernorm", "pre", 0.5, L)[-1]
     got = float(igbsym.get("depth.gamma_ln_pre").numpy(L=L, activation="silu", sigma_w=0.5))
     assert got == pytest.approx(ref, rel=1e-13, abs=0)
 
@@ -429,33 +423,9 @@ def test_geometric_tail_ratio_is_measured_over_a_span():
     """sigmoid + RMSNorm after φ, σ_w = 6, L = 3000 (γ = 7.1e140): the tail e·ρ^k took ρ from one layer, two rounded
     e's, and was 9.8e-12 off at k ~ 2700 (stated 1e-11); over SPAN layers, 2e-13. Reference: spec's maps composed
     layer by layer (no shortcut; 1.8e-13 from the mp route at 30 digits, measured once: 121 s)."""
-    from igbsym import spec as S
-    ops = D.block("sigmoid", "rmsnorm", "post", 0.01, 6.0)
-    state = S.Dense(None, 6.0).map(S.input_state("numpy"), "numpy")
-    for _ in range(3000):
-        for op in ops:
-            state = op.map(state, "numpy")
-    ref = float(state.c) / float(state.e)
+    ref = layer_walk("sigmoid", "rmsnorm", "post", 6.0, 3000)[-1]
     got = float(igbsym.get("depth.gamma_rms_post").numpy(L=3000, activation="sigmoid", sigma_w=6.0))
     assert got == pytest.approx(ref, rel=2e-12, abs=0)
-
-
-def _layer_walk(act, norm, placement, sw, L):
-    """γ_1..γ_L by composing spec's NumPy maps layer by layer, no shortcut (stops where 1 − c leaves the range or q
-    leaves the quadrature's)."""
-    from igbsym import spec as S
-    ops = D.block(act, norm, placement, 0.01, sw)
-    state, out = S.Dense(None, sw).map(S.input_state("numpy"), "numpy"), []
-    for _ in range(L):
-        try:
-            for op in ops:
-                state = op.map(state, "numpy")
-        except igbsym.NumericalError:
-            break
-        if not float(state.e) > 1e-300:
-            break
-        out.append(float(state.c) / float(state.e))
-    return out
 
 
 @pytest.mark.parametrize("act", ["gelu", "silu", "sigmoid"])
@@ -468,7 +438,7 @@ def test_shortcuts_equal_the_layer_walk_at_intermediate_depth(act, norm, placeme
     walk carries its own rounding (<= 2e-13 against mp at L = 3000), so the bound is 2e-12, inside the stated 1e-11."""
     Ls = [20, 80, 300, 1200]
     for sw in (0.3, 1.0, 2.0, 6.0):
-        walk = _layer_walk(act, norm, placement, sw, max(Ls))
+        walk = layer_walk(act, norm, placement, sw, max(Ls))
         for L in Ls:
             if L > len(walk):
                 with pytest.raises(igbsym.NumericalError):

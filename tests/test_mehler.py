@@ -11,7 +11,7 @@ from igbsym import activations as acts
 from igbsym import mehler as Me
 from igbsym import spec as S
 from igbsym.errors import NumericalError
-from igbsym.families import depth as D
+from reference import layer_walk
 
 RMS_POST = igbsym.get("depth.gamma_rms_post")
 
@@ -58,22 +58,13 @@ def test_the_series_is_spec_s_nested_quadrature_map(name, q):
             assert abs(mpmath.fsum(bk * cc**k for k, bk in enumerate(b)) / ref - 1) < mpmath.mpf(10) ** -37
 
 
-def _layer_by_layer(name, sw, L, backend):
-    ops = D.block(name, "rmsnorm", "post", 0.01, sw)
-    state = S.Dense(None, sw).map(S.input_state(backend), backend)
-    for _ in range(L):
-        for op in ops:
-            state = op.map(state, backend)
-    return state.c / state.e
-
-
 @pytest.mark.parametrize("name", Me.ACTIVATIONS)
 @pytest.mark.parametrize("sw", [1e-30, 1e-6, 0.03, 0.0999])
 def test_rms_post_route_equals_the_composed_maps(name, sw):
     """depth.gamma_rms_post through Mehler's polynomial = spec's maps composed layer by layer (L = 40), NumPy and
     mp at 30 digits."""
     with mpmath.workdps(30):
-        ref = _layer_by_layer(name, mpmath.mpf(sw), 40, "mpmath")
+        ref = layer_walk(name, "rmsnorm", "post", mpmath.mpf(sw), 40, "mpmath")[-1]
     with mpmath.workdps(40):
         assert abs(RMS_POST.mp(30, L=40, activation=name, sigma_w=sw) / ref - 1) < mpmath.mpf(10) ** -27
     assert float(RMS_POST.numpy(L=40, activation=name, sigma_w=sw)) == pytest.approx(float(ref), rel=1e-14, abs=0)

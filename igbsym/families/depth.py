@@ -380,7 +380,6 @@ def _np_fixed_points(point_step, state, rest, tol=16 * np.finfo(float).eps):
 
 
 KAPPA_1 = 1 / math.sqrt(2 * math.pi)     # srelu's layer-1 shift in units of the input rms (centres layer 1 exactly)
-SHIFT_CANCEL = 64                         # E φ = 1/√(2π) − κ loses log2(κ/|E φ|) bits: above 64 (6 bits) → mpmath
 
 
 class _ShiftCancels(Exception):
@@ -432,7 +431,7 @@ def _srelu_path(L, a, sigma_w, backend, where, last):
     sqrt = mpmath.sqrt if mp else np.sqrt
     out, prev, ratio = [], None, None
     for layer in range(L):
-        if not mp and layer and np.any(SHIFT_CANCEL * np.abs(kappa - KAPPA_1) < kappa):
+        if not mp and layer and np.any(S.SHIFT_CANCEL * np.abs(kappa - KAPPA_1) < kappa):
             raise _ShiftCancels
         new = S.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
         with np.errstate(over="ignore", divide="ignore"):
@@ -592,12 +591,11 @@ def _mehler_split(L, activation, norm, placement, a, sigma_w, B, backend, where,
     series, iterated as a polynomial (igbsym/mehler.py; the nested quadrature a layer took > 60 s at σ_w = 1e-3,
     L = 1e5). NumPy: the points with Q_LINEAR <= q <= Q_MAX (below, the linear branch's affine map in closed form);
     the other points take ``path``. Returns None where no point is routed here."""
+    q = sigma_w**2
     if backend != "numpy":
-        q = sigma_w**2
         if not 0 < q <= mehler.Q_MAX:
             return None
         return [c / (1 - c) for c in mehler.mp_path(activation, q, L, last)]
-    q = sigma_w**2
     small = (q >= S.Q_LINEAR) & (q <= mehler.Q_MAX)
     if not small.any():
         return None

@@ -18,7 +18,7 @@ from ..errors import NumericalError
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
 from ..residual import BLOCKS, NORMS, resnet_ops, residual_block, trunk_states
-from ..spec import HOMOGENEOUS, SIGMA_W, Act, BatchNorm, LayerNorm, RMSNorm, State, compose
+from ..spec import HOMOGENEOUS, SHIFT_CANCEL, SIGMA_W, Act, BatchNorm, LayerNorm, RMSNorm, State, compose
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
@@ -49,9 +49,6 @@ ROUTE_ERROR = ("composition of the block maps: rounding only for relu/leaky_relu
                "1e-13 L), the quadrature error of igbsym/spec.py per block for smooth activations")
 
 
-SHIFT_CANCEL = 64   # srelu's E φ = (√q_φ − 1)/√(2π) loses log2(1/|√q_φ − 1|) bits: above 64 (6 bits) → mpmath
-
-
 def _shift_cancels(ops, states) -> bool:
     """True iff some block's srelu sees an input second moment q_φ within 1/64 of 1 (not set to 1 by a norm):
     its mean E φ = (√q_φ − 1)/√(2π) is then a difference of nearly equal doubles, and q_φ, a product of rounded
@@ -61,7 +58,7 @@ def _shift_cancels(ops, states) -> bool:
         if head and isinstance(head[-1], (BatchNorm, LayerNorm, RMSNorm)):
             continue
         q = compose(head, s, "numpy")[-1].q if head else s.q
-        if SHIFT_CANCEL * abs(np.sqrt(float(q)) - 1) < 1:
+        if SHIFT_CANCEL * abs(np.sqrt(float(q)) - 1) < 1:   # E φ = (√q_φ − 1)/√(2π): shift/|E φ| > 64
             return True
     return False
 
