@@ -8,7 +8,7 @@ Kaiming-normal weights, Gaussian blob data N(0, I_d).
 Baseline (what a user writes, and the IGB paper's code does): per init a fresh
 ``nn.Sequential(Linear(d, N), ReLU, …, Linear(N, 2))`` with ``kaiming_normal_`` weights and zero biases, the whole
 fixed dataset X [P, d] forwarded under ``no_grad``; the plain moment estimator (μ_c and the unbiased Var_χ(O_c) per
-init, γ̂ = Var_W(μ)/E Var_χ with the 1/D correction: ``validation.stats.gamma_units``).
+init, γ̂ = Var_W(μ)/E Var_χ with the 1/D correction: ``igbsym.validation.stats.gamma_units``).
 
 Method (the best applicable estimator, validation/estimators.py):
 - L = 1: 'gaussian-rb' — no data at all; exact per init for ReLU (zero variance up to the kernels' 3e-12
@@ -36,9 +36,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from validation.estimators import gamma_gaussian_rb, gamma_of_sim  # noqa: E402
-from validation.simulate import NetSpec, simulate  # noqa: E402
-from validation.stats import gamma_units, ratio_estimate  # noqa: E402
+from igbsym.validation.estimators import gamma_gaussian_rb, gamma_of_sim  # noqa: E402
+from igbsym.validation.simulate import NetSpec, simulate  # noqa: E402
+from igbsym.validation.stats import gamma_units, ratio_estimate  # noqa: E402
 from timing import user_mlp  # noqa: E402
 
 TARGET = 0.01

@@ -1,4 +1,4 @@
-"""Benchmarks of validation.probe, measured in one run (``python bench/bench_probe.py``).
+"""Benchmarks of igbsym.validation.probe, measured in one run (``python bench/bench_probe.py``).
 
 1. Inits per second, batched (``torch.func.vmap`` over stacked inits) vs the per-init loop running the same
    function, for the MLP (one ReLU layer of 512) and CNN-B (ReLU + MaxPool) on ``digits`` (1797 points), at the
@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from validation import datasets  # noqa: E402
-from validation.models import build  # noqa: E402
-from validation.probe import probe  # noqa: E402
+from igbsym.validation import datasets  # noqa: E402
+from igbsym.validation.models import build  # noqa: E402
+from igbsym.validation.probe import probe  # noqa: E402
 
 warnings.filterwarnings("ignore", message="There is a performance drop")
 

@@ -1,4 +1,4 @@
-"""Benchmarks of validation.simulate, all measured in one run (``python bench/bench_simulate.py``).
+"""Benchmarks of igbsym.validation.simulate, all measured in one run (``python bench/bench_simulate.py``).
 
 1. Batched simulator vs a per-network loop over torch.nn.Sequential doing the same work (same weights
    sampler, same data chunks, same output statistics): target ≥ 5× on CPU.
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from validation.simulate import NetSpec, sample_weights, sequential, simulate, Blob  # noqa: E402
+from igbsym.validation.simulate import NetSpec, sample_weights, sequential, simulate, Blob  # noqa: E402
 from timing import best_of, user_mlp  # noqa: E402
 
 
@@ -104,7 +104,7 @@ CHILD = """
 import os, sys, time, torch
 torch.set_num_threads(int(os.environ.get("IGBSYM_THREADS", "1")))
 sys.path.insert(0, {root!r})
-from validation.simulate import NetSpec, simulate
+from igbsym.validation.simulate import NetSpec, simulate
 hwm = lambda: int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) / 1024
 spec = NetSpec(32, (128,), activation="relu")
 base = hwm()

@@ -11,7 +11,7 @@
    torchrun (``--allreduce-only`` is that worker);
 5. that the 2-rank store equals the 1-rank one bit for bit;
 6. store growth: bytes per finished point (depth 4, 64 inits in 4 chunks, per-init units kept) from 1000
-   synthetic points written through validation.store.Store, the file VACUUMed.
+   synthetic points written through igbsym.validation.store.Store, the file VACUUMed.
 Times are the best of ``--repeat``; on a shared machine read the ratios, not the seconds.
 Results go to stdout and ``bench/results_sweep.json``.
 """
@@ -79,8 +79,8 @@ def store_bytes_per_point(n_points=1000, inits=64, chunk=16, depth=4):
     """File size per point of a store holding ``n_points`` finished points (synthetic units, real schema)."""
     import numpy as np
     sys.path.insert(0, str(ROOT))
-    from validation.store import Store, point_key
-    from validation.sweep import unit_fields
+    from igbsym.validation.store import Store, point_key
+    from igbsym.validation.sweep import unit_fields
     fields = unit_fields(depth)
     rng = np.random.default_rng(0)
     config = {"d_in": 128, "widths": [128] * depth, "activation": "relu", "a": 0.01, "weight_law": "normal",

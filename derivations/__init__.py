@@ -1,5 +1,5 @@
 """Derivations: one module per family. Each module's ``derive()`` builds results from their definitions with
-SymPy, proves the registry's forms equal them, and returns a :class:`~derivations.base.Derivation` whose
+SymPy, proves the registry's forms equal them, and returns a :class:`~igbsym.derivations.base.Derivation` whose
 ``latex()`` shows the steps. The library never imports this package.
 """
 import importlib

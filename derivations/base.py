@@ -267,7 +267,7 @@ def errata(derivations) -> list:
 
 def write_errata(args) -> None:
     """``igbsym latex --errata [-o FILE]``: run every derivation and write the errata report."""
-    import derivations as package
+    from igbsym import derivations as package
     from igbsym.errors import InputError
     from igbsym.latex import errata_document, write_text
     if args.name or args.all:

@@ -2,7 +2,7 @@
 igbsym/cli.py, so the core package never imports this one). Arguments are checked before any derivation runs."""
 from __future__ import annotations
 
-import derivations
+from igbsym import derivations
 from igbsym.cli import write_text, writable_dir
 from igbsym.errors import InputError
 

@@ -7,8 +7,8 @@ The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eva
 [--plot DIR]``. Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
 The core package never imports ``derivations`` or ``validation`` (DESIGN): ``derive``, ``validate`` and ``run``
-are dispatched by name ("module:function", imported at dispatch time) to ``derivations.cli``,
-``validation.commands``, ``validation.sweep`` and ``validation.probe``, which check every argument before any long work starts.
+are dispatched by name ("module:function", imported at dispatch time) to ``igbsym.derivations.cli``,
+``igbsym.validation.commands``, ``igbsym.validation.sweep`` and ``igbsym.validation.probe``, which check every argument before any long work starts.
 """
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ LATEX_USAGE = "igbsym latex NAME [key=value ...], or igbsym latex --all [-o FILE
 
 def cmd_latex(args):
     if args.errata:
-        return dispatch("derivations.base:write_errata")(args)
+        return dispatch("igbsym.derivations.base:write_errata")(args)
     if args.standalone:
         from .latex import write_standalone
         form = registry.get(args.name) if args.name else None
@@ -252,11 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("derive", help="run a family's derivation (or all) and write its LaTeX")
     s.add_argument("family", nargs="?", default="all")
     s.add_argument("-o", "--output", default="derivations-out")
-    s.set_defaults(func="derivations.cli:derive")
+    s.set_defaults(func="igbsym.derivations.cli:derive")
 
-    for name, func, helptext in (("validate", "validation.commands:validate",
+    for name, func, helptext in (("validate", "igbsym.validation.commands:validate",
                                   "check closed forms against torch simulations"),
-                                 ("run", "validation.commands:run", "main job: derive + validate + report")):
+                                 ("run", "igbsym.validation.commands:run", "main job: derive + validate + report")):
         s = sub.add_parser(name, help=helptext)
         s.add_argument("--family", default=None)
         s.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", default=None)
     s.add_argument("--format", default=None, help="show: table, csv or json")
     s.add_argument("--plot", default=None, metavar="DIR", help="show: write gamma plots here")
-    s.set_defaults(func="validation.sweep:main", mode=None)
+    s.set_defaults(func="igbsym.validation.sweep:main", mode=None)
 
     s = sub.add_parser("probe", help="IGB of any torch model at initialisation on given data")
     s.add_argument("--model", required=True, help="built-in name or module.path:factory")
@@ -316,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--json", action="store_true")
     s.add_argument("--report", default=None)
-    s.set_defaults(func="validation.probe:run")
+    s.set_defaults(func="igbsym.validation.probe:run")
     return p
 
 

@@ -4,7 +4,7 @@ Papers: igb-initial-guessing-bias.txt App. F.1 (layer-by-layer propagation of no
 App. G (activations); norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3, Sec. 4.1.3; igb-talk-slides.txt.
 
 The same spec drives prediction (``igbsym.predict.predict(spec)``, the form ``depth.gamma``) and simulation
-(``validation.simulate.simulate(spec, ...)``, which builds the torch network from the ops).
+(``igbsym.validation.simulate.simulate(spec, ...)``, which builds the torch network from the ops).
 
 Public API (stable; other modules build on it)
 -----------------------------------------------

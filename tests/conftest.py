@@ -15,7 +15,7 @@ settings.load_profile(os.environ.get("IGBSYM_HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def all_derivations():
     """Every family's derivation, run once per session (test_coverage, test_latex)."""
-    import derivations
+    from igbsym import derivations
     return [derivations.run(fam) for fam in derivations.modules()]
 
 

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import igbsym
-from validation.simulate import NetSpec, simulate
-from validation.stats import gamma_estimate
+from igbsym.validation.simulate import NetSpec, simulate
+from igbsym.validation.stats import gamma_estimate
 
 
 def _examples(n_ci: int) -> int:

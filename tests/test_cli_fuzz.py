@@ -3,8 +3,8 @@ mixed with malformed ones) and asserts the contract — exit 0, or exit 2 with e
 ("igbsym: error: ... allowed ..."), never a traceback, within a time bound.
 
 The CLI runs in-process (``igbsym.cli.main(argv)``, stdout/stderr captured) in a scratch working directory.
-Commands that would start long jobs are fuzzed only through their argument checks: ``derivations.run`` and
-``validation.cli.run`` (the derivations and the simulations) are replaced by stubs, so ``derive``, ``validate``
+Commands that would start long jobs are fuzzed only through their argument checks: ``igbsym.derivations.run`` and
+``igbsym.validation.cli.run`` (the derivations and the simulations) are replaced by stubs, so ``derive``, ``validate``
 and ``run`` exercise every check of their arguments and return at once. ``eval --dps`` draws at most 30 valid
 digits (numeric routes at 100 digits take seconds), ``predict --depth`` at most 40 (issue 10's ``--depth 100000``
 limit is predict's own test).
@@ -18,11 +18,11 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-import derivations
+from igbsym import derivations
 import igbsym
-from derivations.base import Derivation
+from igbsym.derivations.base import Derivation
 from igbsym.cli import main
-from validation import cli as validation_cli
+from igbsym.validation import cli as validation_cli
 
 SAYS_ALLOWED = re.compile(r"allowed|choose from|parameters are|families are|missing parameter|give each of|"
                           r"'igbsym list' for all names|did you mean|is not (a|an|one of) ")

@@ -2,7 +2,7 @@
 identity check) and named by a validation check; every derivation's LaTeX is well formed."""
 
 import igbsym
-from derivations.base import document
+from igbsym.derivations.base import document
 from test_latex import check_well_formed
 
 
@@ -13,7 +13,7 @@ def test_every_form_has_a_derivation(all_derivations):
 
 
 def test_every_form_has_a_validation_check():
-    from validation.checks import coverage
+    from igbsym.validation.checks import coverage
     missing = [row["name"] for row in coverage() if row["check"] is None]
     assert not missing, f"forms without a validation check: {missing}"
 
@@ -21,9 +21,9 @@ def test_every_form_has_a_validation_check():
 def test_every_form_is_caught_by_the_recorded_mutation_meta_test():
     """The record of tests/test_mutation.py (validation/mutation_coverage.json) covers every form, every form's
     mutations are caught, and no check changed since the record was made (else 'stale'): read, not re-run."""
-    from validation.checks import coverage
+    from igbsym.validation.checks import coverage
     bad = {row["name"]: row["status"] for row in coverage() if row["status"] != "caught"}
-    assert not bad, f"forms not covered by a caught mutation (refresh: python -m validation.checks " \
+    assert not bad, f"forms not covered by a caught mutation (refresh: python -m igbsym.validation.checks " \
                     f"--write-mutation): {bad}"
 
 

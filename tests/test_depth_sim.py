@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import igbsym
-from validation.checks import Context
-from validation.checks_depth import BN_BATCH, compare_widths, plan, ratio, run_config
+from igbsym.validation.checks import Context
+from igbsym.validation.checks_depth import BN_BATCH, compare_widths, plan, ratio, run_config
 
 PLACEMENTS = [("none", "pre"), ("layernorm", "pre"), ("layernorm", "post"), ("rmsnorm", "pre"),
               ("rmsnorm", "post"), ("batchnorm", "post")]

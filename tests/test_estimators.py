@@ -16,11 +16,11 @@ import torch
 
 import igbsym
 from igbsym.errors import InputError
-from validation.estimators import (gamma_gaussian_rb, gamma_of_sim, gamma_rao_blackwell, gaussian_rb_units,
+from igbsym.validation.estimators import (gamma_gaussian_rb, gamma_of_sim, gamma_rao_blackwell, gaussian_rb_units,
                                    gaussian_unit_moments, paired_difference, rao_blackwell_units)
-from validation.simulate import sample_weights
-from validation.simulate import NetSpec, simulate
-from validation.stats import gamma_units, ratio_estimate
+from igbsym.validation.simulate import sample_weights
+from igbsym.validation.simulate import NetSpec, simulate
+from igbsym.validation.stats import gamma_units, ratio_estimate
 
 torch.set_num_threads(1)
 

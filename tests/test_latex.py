@@ -11,8 +11,8 @@ import pytest
 import sympy as sp
 
 import igbsym
-from derivations.base import document as derivation_document
-from derivations.base import errata, symbolically_equal
+from igbsym.derivations.base import document as derivation_document
+from igbsym.derivations.base import errata, symbolically_equal
 from igbsym.latex import check_latex_text, document, errata_document, form_cases, standalone
 from igbsym.notation import NOTATION, display, notation, symbol, tidy, undisplay
 from igbsym.prose import prose

@@ -1,6 +1,6 @@
 """The mutation meta-test (issue 10): every registered form's own check fails when the form is mutated.
 
-For every form, ``validation.checks.run_mutations`` re-runs the check that claims it (quick mode, the
+For every form, ``igbsym.validation.checks.run_mutations`` re-runs the check that claims it (quick mode, the
 simulations memoised by ``reuse_simulations`` so only predictions and statistics are recomputed) with the form's
 value replaced on every route (numpy, mp, lambdified) by: a relative shift of 3 allowances of the check
 ('shift'), 1.25 v + 0.05 ('gross'), and each integer structural parameter + 1 (B+1, k+1, L+1, w+1, n+1, D+1).
@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import igbsym
-from validation import checks
-from validation.checks import Check, Context, mutated, run_mutations, z_result
+from igbsym.validation import checks
+from igbsym.validation.checks import Check, Context, mutated, run_mutations, z_result
 
 torch.set_num_threads(1)
 

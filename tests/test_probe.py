@@ -12,10 +12,10 @@ from hypothesis import given, strategies as st
 from torch import nn
 
 from igbsym.errors import InputError
-from validation import datasets, probe as probe_mod
-from validation.models import NAMES, MLPFactory, build
-from validation.probe import probe
-from validation.simulate import NetSpec, simulate
+from igbsym.validation import datasets, probe as probe_mod
+from igbsym.validation.models import NAMES, MLPFactory, build
+from igbsym.validation.probe import probe
+from igbsym.validation.simulate import NetSpec, simulate
 
 torch.set_num_threads(1)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -195,8 +195,8 @@ def test_cli_json_report_and_bad_input(tmp_path, capsys):
 
 
 def test_quick_check_probe_equals_simulate_passes():
-    from validation.checks import Context
-    from validation.checks_probe import check_equals_simulate
+    from igbsym.validation.checks import Context
+    from igbsym.validation.checks_probe import check_equals_simulate
     results = check_equals_simulate(Context(mode="quick", seed=0))
     assert results and all(r.passed for r in results), [r.explain() for r in results]
 

@@ -8,8 +8,8 @@ from hypothesis import example, given, strategies as st
 from scipy import stats as sps
 
 from igbsym.errors import InputError
-from validation.device import resolve_device
-from validation.simulate import (ACTIVATIONS, WEIGHT_LAWS, Blob, NetSpec, forward, sample_weights, sequential,
+from igbsym.validation.device import resolve_device
+from igbsym.validation.simulate import (ACTIVATIONS, WEIGHT_LAWS, Blob, NetSpec, forward, sample_weights, sequential,
                                  simulate, stages)
 
 torch.set_num_threads(1)
@@ -201,7 +201,7 @@ def test_cuda_path_same_code_and_statistics():
     spec = NetSpec(32, (128,), activation="relu")
     gpu = simulate(spec, 400, 500, seed=1, device="cuda", fresh_data=True)
     assert gpu.device.startswith("cuda")
-    from validation.stats import gamma_of
+    from igbsym.validation.stats import gamma_of
     import igbsym
     est = gamma_of(gpu)
     assert abs(est.value - igbsym.get("igb.gamma").numpy(activation="relu")) < 5 * est.se

@@ -212,7 +212,7 @@ K = igbsym.get("depth.corr_map")
 def test_spec_builds_the_simulated_network():
     """The same spec gives the torch modules: Dense → nn.Linear, norms → nn.LayerNorm/RMSNorm/BatchNorm1d."""
     torch = pytest.importorskip("torch")
-    from validation.simulate import sample_weights, sequential
+    from igbsym.validation.simulate import sample_weights, sequential
     spec = S.NetSpec(5, (6, 4), activation="gelu", norm="layernorm", placement="post", pool=2)
     net = sequential(spec, sample_weights(spec, range(1), 0, "cpu", torch.float64), 0)
     names = [type(m).__name__ for m in net]

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 import igbsym
 from igbsym.errors import InputError
-from validation.stats import (binned_chi2, gamma_estimate, jitter_g0, ks_test, mean_se, ratio_estimate)
+from igbsym.validation.stats import (binned_chi2, gamma_estimate, jitter_g0, ks_test, mean_se, ratio_estimate)
 
 
 def synthetic(rng, gamma, inits, d_pts, classes=2):
@@ -95,7 +95,7 @@ def test_ks_and_chi2_accept_right_law_reject_wrong():
 def test_delta_method_equals_ratio_delta_se():
     rng = np.random.default_rng(5)
     a, b = rng.gamma(2.0, 1.0, 500), rng.gamma(3.0, 1.0, 500)
-    from validation.stats import delta_method
+    from igbsym.validation.stats import delta_method
     v, se = delta_method(lambda m: m[0] / m[1], [a, b])
     r = ratio_estimate(a, b)
     assert v == pytest.approx(r.value, rel=1e-12) and se == pytest.approx(r.se, rel=1e-6)
@@ -107,7 +107,7 @@ def test_delta_method_equals_ratio_delta_se():
 def test_delta_method_kurtosis_calibrated(seed):
     """κ̂ = mean x⁴ / (mean x²)² of Gaussian data (truth 3): z-scores over 200 replicates have mean 0 and
     E z² = 1 within 5 of their own SEs (the estimator of checks_kurtosis / checks_bn)."""
-    from validation.stats import delta_method
+    from igbsym.validation.stats import delta_method
     rng = np.random.default_rng(seed)
     zs = []
     for _ in range(REPLICATES):
@@ -121,7 +121,7 @@ def test_delta_method_kurtosis_calibrated(seed):
 
 def test_pdf_chi2_tests_the_density():
     from scipy.stats import norm
-    from validation.stats import pdf_chi2
+    from igbsym.validation.stats import pdf_chi2
     x = np.random.default_rng(6).standard_normal(20000)
     assert pdf_chi2(x, norm.pdf)[1] > 1e-4
     assert pdf_chi2(x, lambda t: 1.1 * norm.pdf(t))[1] < 1e-6            # mass 1.1: rejected
@@ -132,8 +132,8 @@ def test_pdf_chi2_tests_the_density():
 
 def test_kurtosis_start_moments_match_monte_carlo():
     """κ_1 = 3(κ_w + w − 1)/w and c_1 = 2/w of y = W x (checks_kurtosis docstring) against numpy samples."""
-    from validation.checks_kurtosis import start_moments
-    from validation.stats import delta_method
+    from igbsym.validation.checks_kurtosis import start_moments
+    from igbsym.validation.stats import delta_method
     rng = np.random.default_rng(7)
     for w, law, kw in ((2, "rademacher", 1.0), (5, "uniform", 1.8), (3, "normal", 3.0)):
         n = 200_000
@@ -149,7 +149,7 @@ def test_kurtosis_start_moments_match_monte_carlo():
 
 def test_g0_pmf_is_the_binomial_mixture():
     """maxpool's exact finite-D law of G0_hat sums to 1, is symmetric and matches a direct simulation."""
-    from validation.checks_maxpool import g0_pmf
+    from igbsym.validation.checks_maxpool import g0_pmf
     from scipy.special import ndtr
     pmf = g0_pmf(0.8, 16)
     assert pmf.sum() == pytest.approx(1, abs=1e-10) and np.allclose(pmf, pmf[::-1], atol=1e-12)
@@ -162,7 +162,7 @@ def test_g0_pmf_is_the_binomial_mixture():
 def test_gumbel_reference_constants():
     """The exact norming constants of checks_maxpool (mpmath) against scipy: a* = Φ⁻¹(1 − 1/k), b* = 1/(k φ(a*))."""
     from scipy.stats import norm
-    from validation.checks_maxpool import gumbel_reference
+    from igbsym.validation.checks_maxpool import gumbel_reference
     for k in (10**3, 10**6):
         a, b, t_a, t_b = gumbel_reference(k)
         assert a == pytest.approx(norm.isf(1 / k), rel=1e-10) and b == pytest.approx(1 / (k * norm.pdf(a)), rel=1e-8)
@@ -171,7 +171,7 @@ def test_gumbel_reference_constants():
 
 def test_depth_extrapolation_removes_a_one_over_n_bias():
     """checks_depth.compare_widths: γ(N) = γ + c/N at two widths extrapolates to γ exactly."""
-    from validation.checks_depth import compare_widths
+    from igbsym.validation.checks_depth import compare_widths
     sims = {64: (0.5 + 3 / 64, 0.01), 256: (0.5 + 3 / 256, 0.01)}
     r = compare_widths("depth.gamma", "synthetic", 0.5, sims, (64, 256), 0, inits={64: 128, 256: 64})[0]
     assert r.estimate == pytest.approx(0.5) and r.passed and r.alpha > 5.7e-7

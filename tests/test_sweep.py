@@ -92,8 +92,8 @@ def test_torchrun_two_ranks_equals_single_process(single, tmp_path):
 def test_chunked_units_equal_one_large_simulation(single):
     """The stored chunks (inits 0-3, 4-7, 8-9 via first_init) are the units of one simulate() over all inits."""
     import torch
-    from validation.simulate import NetSpec, simulate
-    from validation.stats import gamma_units
+    from igbsym.validation.simulate import NetSpec, simulate
+    from igbsym.validation.stats import gamma_units
     _, db = single
     key, config = next((k, json.loads(c)) for k, c in _rows(db, "SELECT key, config FROM points")
                        if json.loads(c)["widths"] == [16, 16, 16] and json.loads(c)["activation"] == "relu")
@@ -188,8 +188,8 @@ def test_two_concurrent_writers(single, tmp_path):
 
 
 def test_grid_modes_defaults_and_point_key(tmp_path, monkeypatch):
-    from validation import grid as gridmod
-    from validation.store import point_key
+    from igbsym.validation import grid as gridmod
+    from igbsym.validation.store import point_key
     path = _write(tmp_path / "g.toml", SMALL.replace("[fixed]", "[fixed]\npool = 1\nnorm = \"none\""))
     quick, thorough = gridmod.load(path), gridmod.load(path, mode="thorough")
     assert (quick.run["inits"], thorough.run["inits"], gridmod.load(path, inits=7).run["inits"]) == (10, 40, 7)

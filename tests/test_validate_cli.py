@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from igbsym.cli import main
-from validation import checks
-from validation.checks import Check, Result
+from igbsym.validation import checks
+from igbsym.validation.checks import Check, Result
 
 
 def test_list_json_covers_foundation_families(capsys):

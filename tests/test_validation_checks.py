@@ -7,10 +7,10 @@ import torch
 from hypothesis import given, strategies as st
 
 import igbsym
-from validation import checks_igb, checks_rectified
-from validation.checks import Context, all_checks, coverage
-from validation.simulate import ACTIVATIONS, NetSpec, simulate
-from validation.stats import gamma_of
+from igbsym.validation import checks_igb, checks_rectified
+from igbsym.validation.checks import Context, all_checks, coverage
+from igbsym.validation.simulate import ACTIVATIONS, NetSpec, simulate
+from igbsym.validation.stats import gamma_of
 
 torch.set_num_threads(1)
 FOUNDATION = ("rectified", "leaky", "activation", "igb")
@@ -96,6 +96,6 @@ def test_thorough_gamma_checks_pass():
 
 def test_thorough_depth_checks_reach_width_1024_and_depth_20():
     """Issue 11 §3: the thorough depth checks run the 1024-wide, 20-deep nets (sized by their SE, not dropped)."""
-    from validation.checks_depth import plan
+    from igbsym.validation.checks_depth import plan
     widths, inits, n_data, depth = plan(Context(mode="thorough"))
     assert max(widths) == 1024 and depth == 20 and all(inits[w] >= 48 for w in widths) and n_data >= 128

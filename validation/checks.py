@@ -23,7 +23,7 @@ What a new check must provide so that the mutation meta-test (tests/test_mutatio
    modify what a reusable function returned (no in-place ops on it).
 5. Seeds come from :func:`seed_for` (one seeding scheme), sizes from ``SIZES`` via :func:`size` (one table
    per mode, filled with :func:`register_sizes`), and the quick mode must catch the mutations (the meta-test runs quick mode).
-Then ``python -m validation.checks --write-mutation`` (or ``IGBSYM_WRITE_MUTATION=1 pytest tests/test_mutation.py``)
+Then ``python -m igbsym.validation.checks --write-mutation`` (or ``IGBSYM_WRITE_MUTATION=1 pytest tests/test_mutation.py``)
 records the outcome in ``validation/mutation_coverage.json``; ``igbsym validate --list`` reads that record
 (it never re-runs simulations) and :func:`coverage` counts a form only if its mutations are caught and the
 recorded fingerprint of the check's source still matches (else the row says ``stale``).
@@ -182,7 +182,7 @@ def false_failure_rate(results) -> float:
 
 # --------------------------------------------------------------------------------------------- seeds, sizes
 def seed_for(ctx: Context, *salt) -> int:
-    """A check's seed: :func:`validation.seeding.derive_seed` of (ctx.seed, salt...), the one seeding scheme;
+    """A check's seed: :func:`igbsym.validation.seeding.derive_seed` of (ctx.seed, salt...), the one seeding scheme;
     salt items are ints or strings, so every draw of every check is independent."""
     return derive_seed(ctx.seed, *salt)
 
@@ -441,11 +441,11 @@ def coverage() -> list:
 
 
 def main(argv=None) -> int:
-    """``python -m validation.checks --write-mutation``: run the mutation meta-test and write the record."""
+    """``python -m igbsym.validation.checks --write-mutation``: run the mutation meta-test and write the record."""
     import argparse
     import sys
     import torch
-    parser = argparse.ArgumentParser(prog="python -m validation.checks")
+    parser = argparse.ArgumentParser(prog="python -m igbsym.validation.checks")
     parser.add_argument("--write-mutation", action="store_true", help="run the meta-test, write the record")
     args = parser.parse_args(argv)
     if not args.write_mutation:
@@ -464,5 +464,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":   # run the package module, not this __main__ copy (its registry would be empty)
-    from validation.checks import main as _main
+    from igbsym.validation.checks import main as _main
     raise SystemExit(_main())

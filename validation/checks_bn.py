@@ -15,7 +15,7 @@
 2. ``bn.large_B_order``: the large-B expansions claim error O(1/B²); their error against the exact forms is
    measured at B and 2B and its order log2(err(B)/err(2B)) must be 2 ± 1/4 (a deterministic convergence test;
    the tolerance covers the O(1/B) relative drift of the order at B = 1024, |Δp| ≈ c/(B ln 2) ≪ 1/4).
-3. ``bn.depth_gamma``: BN + ReLU MLPs of depth 20 (validation.simulate, real BatchNorm1d in train mode): γ of the
+3. ``bn.depth_gamma``: BN + ReLU MLPs of depth 20 (igbsym.validation.simulate, real BatchNorm1d in train mode): γ of the
    pre-activations of several layers and of the outputs vs bn.gamma_canonical (flat in depth).
 4. ``bn.relu_bn_zero``: ReLU + BN MLPs (float64): γ̂ = mean μ_c² / mean Var vs bn.gamma_relu_bn (0) within the
    float64 rounding bound.

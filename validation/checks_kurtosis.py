@@ -1,4 +1,4 @@
-"""Checks of the kurtosis family against deep narrow leaky-ReLU nets simulated by validation.simulate.simulate.
+"""Checks of the kurtosis family against deep narrow leaky-ReLU nets simulated by igbsym.validation.simulate.simulate.
 
 Net (kurtosis-vanishing-empirical-variance.txt, Sec. 3): y^(l) = W^(l) leaky_relu(y^(l-1), a), W iid with variance
 σ_w²/w, σ_w² = 2/(1 + a²) (He), law normal / uniform / rademacher. ``simulate`` applies its first Linear to the raw

@@ -343,7 +343,7 @@ def plot_paper_error(ctx, gammas=(0.1, 0.3, 1.0, 3.0, 10.0), classes=(3, 10, 100
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from derivations.multiclass import paper_error_table
+    from igbsym.derivations.multiclass import paper_error_table
     rows = paper_error_table(gammas=gammas, classes=classes, n_g=49)
     fig, ax = plt.subplots(figsize=(4.8, 3.5))
     for cc in classes:

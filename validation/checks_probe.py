@@ -1,6 +1,6 @@
 """Checks of the probe (validation/probe.py) and App. I of igb-initial-guessing-bias.txt as measured numbers.
 
-1. ``probe.mlp_equals_simulate``: an MLP through ``probe`` (validation.models.MLPFactory) and the same NetSpec
+1. ``probe.mlp_equals_simulate``: an MLP through ``probe`` (igbsym.validation.models.MLPFactory) and the same NetSpec
    through ``simulate`` (same seed) give the same per-init μ_c, Var_χ(O_c), G_c (float32 rounding: 1e-4 relative).
 2. ``probe.mlp_gamma_depth``: γ̂ of ReLU MLPs through the probe (Rao–Blackwellised, Gaussian blob of dimension d = N)
    vs ``depth.gamma`` (L = 1: exact at any width, no bias bound; L = 2: two widths, the bias bound of
@@ -45,7 +45,7 @@ def _plan(ctx) -> dict:
 
 @register_check("probe.mlp_equals_simulate", forms=[])
 def check_equals_simulate(ctx) -> list:
-    """The probe's MLP path reproduces validation.simulate per init (same seeds)."""
+    """The probe's MLP path reproduces igbsym.validation.simulate per init (same seeds)."""
     p = _plan(ctx)
     x = datasets.load("digits").data[:p["eq_data"]]
     out = []

@@ -94,7 +94,7 @@ def check_scaled(ctx) -> list:
 @reusable
 def _symmetric(ctx, law, n, sigma, salt):
     """Zero-mean symmetric samples with variance sigma² and the law's kurtosis κ: the data laws of
-    validation.simulate.Blob (gaussian, uniform, laplace, student with ν = 12), plus Rademacher (±1)."""
+    igbsym.validation.simulate.Blob (gaussian, uniform, laplace, student with ν = 12), plus Rademacher (±1)."""
     seed = seed_for(ctx, "rectified.symmetric", law, salt)
     if law == "rademacher":
         gen = torch.Generator(device=ctx.device).manual_seed(seed)

@@ -41,7 +41,7 @@ def _list(args, coverage) -> int:
     caught = sum(c["caught"] for c in coverage)
     print(f"{checked}/{len(coverage)} forms have a check; {caught}/{len(coverage)} caught by the mutation meta-test "
           f"(y caught, - below the check's resolution or not applicable; record: validation/mutation_coverage.json, "
-          f"refresh: python -m validation.checks --write-mutation)")
+          f"refresh: python -m igbsym.validation.checks --write-mutation)")
     return 0
 
 

@@ -47,7 +47,7 @@ def validate(args) -> int:
 
 def run(args) -> int:
     """The main job: derive every family, validate (quick by default), write the report."""
-    from derivations import cli as derive_cli
+    from igbsym.derivations import cli as derive_cli
 
     from . import cli
     check_arguments(args)

@@ -2,7 +2,7 @@
 
 γ = Var_W(μ_c) / E_W[Var_χ(O_c)] (Def. C.2 of norm-placement-bn-ln.txt; igb-initial-guessing-bias.txt Sec. 3).
 
-Plain estimator (``validation.stats.gamma_estimate``): per init the sample centre μ̂_c and unbiased data variance
+Plain estimator (``igbsym.validation.stats.gamma_estimate``): per init the sample centre μ̂_c and unbiased data variance
 s²_c of every output node; units a_i = mean_c(μ̂²_ic − s²_ic/D), b_i = mean_c s²_ic; γ̂ = ā/b̄ (delta-method SE).
 
 Rao–Blackwellised estimator (this module). If the output is a Linear layer O_c(x) = v_c·h(x) + β_c whose weight
@@ -73,7 +73,7 @@ def rao_blackwell_units(h_mean, h_trace, n_data: int, weight_var=1.0, bias_sq=No
 
 def gamma_rao_blackwell(h_mean, h_trace, n_data: int, weight_var=1.0, bias_sq=None,
                         method: str = "delta", seed: int = 0) -> Estimate:
-    """Rao–Blackwellised γ̂ ± SE (delta method or bootstrap over inits, ``validation.stats.ratio_estimate``)."""
+    """Rao–Blackwellised γ̂ ± SE (delta method or bootstrap over inits, ``igbsym.validation.stats.ratio_estimate``)."""
     a, b = rao_blackwell_units(h_mean, h_trace, n_data, weight_var, bias_sq)
     est = ratio_estimate(a, b, method, seed=seed)
     est.method = f"rao-blackwell/{est.method}"

@@ -4,10 +4,10 @@ Paper: moments-well-behaved-vs-pathological.txt Sec. 3.1. For every op output x_
 igbsym/residual.py) and a batch of inits, on a shared N(0, I) dataset with an isotropic input noise dx₀:
     μ₂ = E[x²] (over units, data, inits), μ₂,c = E[Var_data x] (unbiased), ν = E[dx²] with dx_l the forward-mode
     derivative (``torch.func.jvp``, not finite differences) of x_l along dx₀, r_eff = tr Σ/‖Σ‖₂ of the data
-    covariance Σ of x_l (a finite-width quantity), and γ̂_l of a linear readout (``validation.stats``).
+    covariance Σ of x_l (a finite-width quantity), and γ̂_l of a linear readout (``igbsym.validation.stats``).
 Weights: every Dense of the spec (including those inside residual blocks) is drawn N(0, σ_w²/fan_in) with init i
-seeded by (seed, i) alone (``validation.simulate``'s seeding scheme), so results do not depend on chunking; every
-init has its own dataset and noise (``validation.simulate.fresh_rows``), so inits are i.i.d. units.
+seeded by (seed, i) alone (``igbsym.validation.simulate``'s seeding scheme), so results do not depend on chunking; every
+init has its own dataset and noise (``igbsym.validation.simulate.fresh_rows``), so inits are i.i.d. units.
 """
 from __future__ import annotations
 

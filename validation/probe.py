@@ -10,10 +10,10 @@ layers=True, progress=None, zero_bias=False, estimator='auto', path='auto') -> P
   ``_reset_parameters()`` of e.g. ``nn.MultiheadAttention``) of every submodule, in ``modules()`` order, with the
   global torch RNG seeded by (seed, i) — or by ``init(module)`` if given (same seeding); or a factory: ``f(s)``
   gets the per-init seed s = (seed, i) hashed (the global RNG is seeded with it too) and ``f(seed, i)`` gets both
-  (``validation.models.MLPFactory`` uses this to reproduce ``validation.simulate``'s init i exactly). Models are
+  (``igbsym.validation.models.MLPFactory`` uses this to reproduce ``igbsym.validation.simulate``'s init i exactly). Models are
   built on the CPU, then moved to ``device``, so init i has the same weights however the work is split or where it
   runs. ``zero_bias=True`` sets every parameter whose name ends in ``bias`` to 0 (the paper's setting).
-- ``data``: tensor / ndarray [D, ...], a ``.npy``/``.pt`` path or a name of ``validation.datasets``. ``labels``
+- ``data``: tensor / ndarray [D, ...], a ``.npy``/``.pt`` path or a name of ``igbsym.validation.datasets``. ``labels``
   (or the dataset's own) with ``classes`` (an int k: macro-class = label mod k; or a sequence label → macro-class)
   only add a per-macro-class table of guesses; IGB never uses labels.
 - Evaluation: the data stream in fixed batches of ``batch_size`` (default 256; it is also the BatchNorm batch of a
@@ -24,9 +24,9 @@ layers=True, progress=None, zero_bias=False, estimator='auto', path='auto') -> P
   stacked buffers (its running-statistics update is kept, per init, as in the model; outputs in training mode do
   not depend on it). In-place ops (``ReLU(inplace=True)``) act on per-init tensors and are left as they are.
 - Statistics (float64 sums over the data): per init the class fractions G_c (argmax counts / D), output means μ_c
-  and unbiased data variances Var_χ(O_c); γ̂ ± SE from ``validation.stats.gamma_estimate`` (plain) and, when the
+  and unbiased data variances Var_χ(O_c); γ̂ ± SE from ``igbsym.validation.stats.gamma_estimate`` (plain) and, when the
   last module producing the output is an ``nn.Linear`` on [B, n] features, the Rao–Blackwellised γ̂ of
-  ``validation.estimators`` (exact expectation over the output weights, assumed i.i.d. zero-mean and independent
+  ``igbsym.validation.estimators`` (exact expectation over the output weights, assumed i.i.d. zero-mean and independent
   of the earlier layers, as every torch/Kaiming/Xavier init makes them); the latter is the default
   (``estimator='auto'``). With two outputs: the KS test of G0 against f_G0 at the fitted γ̂ (``igb.cdf``; G0 jittered
   by U(−½, ½)/D as in validation/checks_igb.py; γ̂ is fitted from the moments, not from G0, and the p-value ignores

@@ -1,4 +1,4 @@
-"""``igbsym probe``: resolve --model / --data, run ``validation.probe.probe`` with a progress bar, print the summary
+"""``igbsym probe``: resolve --model / --data, run ``igbsym.validation.probe.probe`` with a progress bar, print the summary
 (or JSON) and write the report (probe.json, report.md, the G_c histogram with the fitted f_G0, the per-layer plot).
 
 Bad input (unknown names, a factory that is not importable, a model failing on the data, NaN data, < 2 inits or
@@ -20,7 +20,7 @@ from . import datasets, models
 
 
 def resolve_model(spec: str, input_shape, n_classes: int):
-    """A built-in name (validation.models.NAMES) or ``module.path:attr`` (an nn.Module instance or class, or a
+    """A built-in name (igbsym.validation.models.NAMES) or ``module.path:attr`` (an nn.Module instance or class, or a
     factory seed -> nn.Module / (seed, i) -> nn.Module)."""
     if ":" not in spec:
         return models.build(spec, input_shape, n_classes)
