@@ -13,7 +13,7 @@ import argparse
 
 import igbsym
 from igbsym import mehler
-from igbsym import spec as S
+from igbsym import gauss, ops as O
 from igbsym.families import depth as D
 from timing import best_of
 
@@ -23,7 +23,7 @@ CASES = [("gelu", "rmsnorm", "post", 1e-3), ("silu", "rmsnorm", "post", 0.05), (
 
 def walk(act, norm, placement, sw, L):
     ops = D.block(act, norm, placement, 0.01, sw)
-    state = S.Dense(None, sw).map(S.input_state("numpy"), "numpy")
+    state = O.Dense(None, sw).map(O.input_state("numpy"), "numpy")
     for _ in range(L):
         for op in ops:
             state = op.map(state, "numpy")
@@ -32,7 +32,7 @@ def walk(act, norm, placement, sw, L):
 
 def cold():
     """Empty the memo caches, so neither timing reuses the other's moments (the walk repeated the route's states)."""
-    S._np_smooth_cached.cache_clear()
+    gauss.clear_caches()
     mehler.coefficients.cache_clear()
 
 

@@ -80,7 +80,7 @@ def store_bytes_per_point(n_points=1000, inits=64, chunk=16, depth=4):
     import numpy as np
     sys.path.insert(0, str(ROOT))
     from igbsym.validation.store import Store, point_key
-    from igbsym.validation.sweep import unit_fields
+    from igbsym.validation.estimators import unit_fields
     fields = unit_fields(depth)
     rng = np.random.default_rng(0)
     config = {"d_in": 128, "widths": [128] * depth, "activation": "relu", "a": 0.01, "weight_law": "normal",

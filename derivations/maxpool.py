@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 import igbsym
+from igbsym import extreme
 from igbsym.families import maxpool as mp_family
 from igbsym.functions import Phi
 
@@ -144,17 +145,17 @@ def _law(d: Derivation):
 def _exact_moments(d: Derivation):
     I = Integrals(d)
     for act in ACTS:
-        for kk in sorted(mp_family.EXACT_MOMENTS[act]):
+        for kk in sorted(extreme.EXACT_MOMENTS[act]):
             m1, m2 = moments_by_parts(I, act, kk)
-            reg_m, reg_s = mp_family.EXACT_MOMENTS[act][kk]
+            reg_m, reg_s = extreme.EXACT_MOMENTS[act][kk]
             for derived, registered, what in ((m1, reg_m, "E[M_k]"), (m2, reg_s, "E[M_k^2]")):
                 require(sp.simplify(sp.expand(derived - registered)) == 0,
                         f"maxpool {act} k={kk} {what}: derived {derived} != table {registered}")
             d.step(f"{act}, k = {kk}: SymPy gives E[M_k]/sigma and E[M_k^2]/sigma^2 equal to the registered table "
                    "(simplify of the difference is 0):", sp.Tuple(m1, m2))
             pts = [{"k": kk, "sigma": s} for s in ("0.7", "2.5")]
-            for name, expr in (("maxpool.mean", mp_family.exact_mean(act, kk)),
-                               ("maxpool.var", mp_family.exact_var(act, kk))):
+            for name, expr in (("maxpool.mean", extreme.exact_mean(act, kk)),
+                               ("maxpool.var", extreme.exact_var(act, kk))):
                 if expr == 0:  # E[X] = 0: the quadrature of an odd integrand is 0 up to rounding
                     got = max(float(abs(igbsym.get(name).mp(30, activation=act, **p))) for p in pts)
                     require(got < 1e-25, got)
@@ -182,7 +183,7 @@ def _numeric_routes(d: Derivation):
             form = igbsym.get(name)
 
             def ref(k, sigma, idx=idx, act=act):
-                return mp_family.mp_moments(act, int(k), sigma)[idx]
+                return extreme.mp_moments(act, int(k), sigma)[idx]
             worst = max(abs(float(form.numpy(k=p["k"], sigma=1.3, activation=act)) / float(ref(p["k"], 1.3)) - 1)
                         for p in pts)
             d.proofs.append(Proof(name, "numeric-route", f"NumPy Gumbel-variable Gauss rule vs mpmath "
@@ -245,7 +246,7 @@ def _gamma(d: Derivation):
            "d -> inf), so Var_W(mu_c)/E_W Var_chi(O_c) = E[M_k]^2/Var[M_k] (paper Eqs. 16-19, 101-103); sigma cancels.")
     exact = {}
     for act in ACTS:
-        for kk, (m, s) in sorted(mp_family.EXACT_MOMENTS[act].items()):
+        for kk, (m, s) in sorted(extreme.EXACT_MOMENTS[act].items()):
             exact[act, kk] = sp.simplify(sp.together(m**2 / (s - m**2)))
             ref, text = str(sp.N(exact[act, kk], 40)), str(exact[act, kk])
             text = text if len(text) < 90 else "E[M]^2/(E[M^2] - E[M]^2) of the table"
@@ -257,7 +258,7 @@ def _gamma(d: Derivation):
            "alone creates IGB (Sec. 4.2). It equals gamma of ReLU without pooling, since max(X1, X2) = "
            "(X1 + X2)/2 + |X1 - X2|/2 and ReLU(X) = X/2 + |X|/2 have the same mean-to-spread ratio.", lin2)
     require(sp.simplify(exact["relu", 1] - lin2) == 0)
-    values = {act: [sp.N(exact[act, kk]) for kk in sorted(mp_family.EXACT_MOMENTS[act])] for act in ACTS}
+    values = {act: [sp.N(exact[act, kk]) for kk in sorted(extreme.EXACT_MOMENTS[act])] for act in ACTS}
     require(all(b > a_ for v in values.values() for a_, b in zip(v, v[1:])))
     ks = np.unique(np.round(np.logspace(0, 9, 400)))
     for act in ACTS:

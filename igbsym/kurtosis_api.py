@@ -14,9 +14,8 @@ import mpmath
 import numpy as np
 
 from .errors import InputError
+from .ops.dense import WEIGHT_LAWS as KAPPA_W  # noqa: F401  (the weight laws' kurtosis, for users of this API)
 from .registry import get
-
-KAPPA_W = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}  # E[W^4]/E[W^2]^2 of the weight laws
 
 
 def _widths(widths) -> list:

@@ -66,11 +66,11 @@ N = Notation
 def _maxpool_exact(which: str):
     """The registered exact moments of a max-pooled unit (EXACT_MOMENTS of the family) as equations."""
     def rows():
-        from .families import maxpool as fam
+        from .extreme import EXACT_MOMENTS, exact_mean, exact_var
         out = []
-        for act in fam.ACTS:
-            for kk in sorted(fam.EXACT_MOMENTS[act]):
-                value = fam.exact_mean(act, kk) if which == "mean" else fam.exact_var(act, kk)
+        for act in EXACT_MOMENTS:
+            for kk in sorted(EXACT_MOMENTS[act]):
+                value = exact_mean(act, kk) if which == "mean" else exact_var(act, kk)
                 head = _E if which == "mean" else _V
                 out.append((r"%s[M_{%d}^{%s}]" % (head, kk, ACTIVATIONS[act]), value))
         return out

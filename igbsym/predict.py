@@ -1,15 +1,11 @@
 """``igbsym predict``: γ per layer, the law of G0 and the regime of an architecture (an ``igbsym.spec.Spec``).
 
-``predict(spec) -> Prediction`` is the Python API: γ and c = γ/(1+γ) after every hidden layer (at the next
-layer's pre-activations, the output last), the regime and quantiles of f_G0 at the output. For an MLP built by
-``NetSpec`` it is ``depth.gamma(L=l, ...)`` for l = 1..L (the same composed maps, with the fixed-point stop that
-makes any depth cheap); other specs compose their ops' maps (igbsym/spec.py). BatchNorm's mini-batch value comes
-from ``bn.gamma_canonical`` and max-pooling from ``maxpool.mean`` / ``maxpool.var``, looked up at run time.
-The CLI (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w --json
---plot``) builds the NetSpec and prints the Prediction. ``--residual --alpha A [--order linear-first|linear-last]``
-predicts a residual MLP instead (igbsym/residual.py: ``--depth`` blocks x + A·F(x)); γ is then given after every
-block (``resnet.gamma``). ``--classes C`` adds the multiclass summary of the output (IGB paper App. H;
-``multiclass.*``: class-fraction sd, dominant class, entropy, empty classes).
+``predict(spec) -> Prediction`` is the Python API: γ and c = γ/(1+γ) after every layer of the spec (an MLP's hidden
+layers, a residual net's blocks; the last is the output's), the regime and quantiles of f_G0 at the output. It reads
+only ``spec.ops`` and walks them with the layer engine (``igbsym.engine.layer_gammas``: the same maps and shortcuts
+as the forms ``depth.gamma`` and ``resnet.gamma``). ``architecture(**settings)`` is the thin parser from the CLI's
+vocabulary (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w
+[--residual --alpha --order]``) into a spec; ``--classes C`` adds the multiclass summary (IGB paper App. H).
 """
 from __future__ import annotations
 
@@ -21,17 +17,21 @@ import numpy as np
 
 from . import activations as acts
 from . import spec as S
+from .engine import layer_gammas
+from .extreme import EXACT_MOMENTS
 from .errors import InputError
-from .families import depth
 from .registry import get
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-KAIMING = S.SIGMA_W
+L_MAX = 100000
+POOLED = tuple(EXACT_MOMENTS)        # activations whose max-of-k law igbsym.extreme knows
+SOURCES = {False: "depth.gamma (infinite width, N(0, I) data, zero biases); igbsym show depth.gamma",
+           True: "resnet.gamma (infinite width, N(0, I) data, zero biases); igbsym show resnet.gamma"}
 
 
 @dataclass
 class Prediction:
-    """γ and c per hidden layer (``layers``: dicts layer, gamma, c), the output γ, c, regime and f_G0 summary."""
+    """γ and c per layer (``layers``: dicts layer, gamma, c), the output γ, c, regime and f_G0 summary."""
 
     spec: S.Spec
     layers: list
@@ -39,47 +39,35 @@ class Prediction:
     c: float
     regime: str
     f_G0: dict
-    source: str = "depth.gamma (infinite width, N(0, I) data, zero biases); igbsym show depth.gamma"
+    source: str = SOURCES[False]
 
     @property
     def gammas(self) -> list:
         return [r["gamma"] for r in self.layers]
 
     def to_dict(self) -> dict:
-        """What ``--json`` prints: the MLP's keyword values, the layers and the output summary."""
-        mlp = self.spec.mlp or {}
-        act = mlp.get("activation")
-        out = {"activation": act, "depth": len(self.layers), "norm": mlp.get("norm") or "none",
-               "placement": mlp.get("placement") if mlp.get("norm") else None, "pool": mlp.get("pool"),
-               "batch_size": mlp.get("bn_batch"), "a": mlp.get("a") if act == "leaky_relu" else None,
-               "sigma_w": mlp.get("sigma_w")}
-        if mlp.get("residual"):
-            out.update(residual=True, alpha=mlp["alpha"], order=mlp["order"])
+        """What ``--json`` prints: the architecture's settings, the layers and the output summary."""
+        args = self.spec.args or {}
+        act, norm = args.get("activation"), S.norm_name(args.get("norm"))
+        out = {"activation": act, "depth": len(self.layers), "norm": norm,
+               "placement": args.get("placement") if norm != "none" else None, "pool": args.get("pool"),
+               "batch_size": args.get("bn_batch"), "a": args.get("a") if act == "leaky_relu" else None,
+               "sigma_w": args.get("sigma_w")}
+        if args.get("residual"):
+            out.update(residual=True, alpha=args["alpha"], order=args["order"])
         out.update({k: v for k, v in asdict(self).items() if k != "spec"})
         return out
 
 
 def predict(spec: S.Spec) -> Prediction:
-    """γ per hidden layer of ``spec`` and the law of G0 at its output (module docstring)."""
+    """γ per layer of ``spec`` and the law of G0 at its output (module docstring)."""
     if not isinstance(spec, S.Spec):
         raise InputError(f"predict: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
-    mlp = spec.mlp
     try:
-        if mlp is not None and mlp.get("residual"):
-            from .residual import trunk_states
-            gammas = [s.c / s.e for s in trunk_states(spec.ops)[1:]]
-        elif mlp is not None and not (mlp["pool"] and mlp["pool"] > 1):
-            bn = mlp["bn_batch"] if mlp["norm"] == "batchnorm" and mlp["bn_batch"] not in (None, "full") else np.inf
-            gammas = depth.np_path(len(mlp["widths"]), mlp["activation"], mlp["norm"] or "none", mlp["placement"],
-                                   mlp["a"], mlp["sigma_w"], bn, where="predict")
-        else:
-            gammas = spec.gammas("numpy")
+        gammas = [float(g) for g in layer_gammas(spec.ops, where="predict")]
     except InputError as exc:
         msg = str(exc)
-        if mlp is not None and mlp["pool"] and mlp["pool"] > 1 and "--pool" not in msg:
-            msg = f"--pool {mlp['pool']}: {msg}"
         raise InputError(msg if msg.startswith("predict") else f"predict: {msg}") from None
-    gammas = [float(g) for g in gammas]
     g_out = gammas[-1]
     from .law import regime
     quant = get("igb.quantile")
@@ -87,67 +75,64 @@ def predict(spec: S.Spec) -> Prediction:
     summary["p_outside_0.1_0.9"] = float(get("igb.p_outside").numpy(gamma=g_out, q=0.1))
     cs = np.atleast_1d(get("igb.corr").numpy(gamma=np.array(gammas)))
     layers = [{"layer": i + 1, "gamma": g, "c": float(c)} for i, (g, c) in enumerate(zip(gammas, cs))]
-    if mlp is not None and mlp.get("residual"):
-        return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary,
-                          "resnet.gamma (infinite width, N(0, I) data, zero biases); igbsym show resnet.gamma")
-    return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary)
+    residual = any(op.children for op in spec.ops)
+    return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary, SOURCES[residual])
 
 
-def spec_from_args(args) -> S.Spec:
-    """The NetSpec of the CLI arguments (infinite widths), after the CLI's own checks."""
-    if args.activation not in acts.names():
-        raise InputError(f"predict: unknown activation {args.activation!r}; allowed: {', '.join(acts.names())}")
-    if args.depth is None or args.depth < 1 or args.depth > depth.L_MAX:
-        raise InputError(f"predict: --depth {args.depth} is not allowed; allowed: an integer 1..{depth.L_MAX}")
-    if args.norm not in depth.NORMS:
-        raise InputError(f"predict: unknown norm {args.norm!r}; allowed: {', '.join(depth.NORMS)}")
-    if args.placement not in depth.PLACEMENTS:
-        raise InputError(f"predict: unknown placement {args.placement!r}; allowed: pre (norm before the activation), "
+def architecture(activation="relu", depth=1, norm="none", placement="pre", a=0.01, sigma_w=None, batch_size=None,
+                 pool=None, residual=False, alpha=None, order="linear-first") -> S.Spec:
+    """The infinite-width spec of the CLI's settings (one line per refused setting, naming what is allowed)."""
+    if activation not in acts.names():
+        raise InputError(f"predict: unknown activation {activation!r}; allowed: {', '.join(acts.names())}")
+    if not isinstance(depth, int) or not 1 <= depth <= L_MAX:
+        raise InputError(f"predict: --depth {depth} is not allowed; allowed: an integer 1..{L_MAX}")
+    if norm not in S.NORMS:
+        raise InputError(f"predict: unknown norm {norm!r}; allowed: {', '.join(S.NORMS)}")
+    if placement not in S.PLACEMENTS:
+        raise InputError(f"predict: unknown placement {placement!r}; allowed: pre (norm before the activation), "
                          "post (after)")
-    if getattr(args, "residual", False):
-        return _residual_spec(args)
-    if args.norm == "batchnorm" and args.batch_size is None:
+    sw = S.SIGMA_W if sigma_w is None else sigma_w
+    if not (math.isfinite(sw) and sw > 0) or not math.isfinite(a):
+        raise InputError(f"predict: --sigma-w {sw:g} / --a {a:g} not allowed; allowed: --sigma-w a finite number "
+                         "> 0, --a finite")
+    if residual:
+        alpha = 1.0 if alpha is None else alpha
+        if not (math.isfinite(alpha) and alpha >= 0):
+            raise InputError(f"predict: --alpha {alpha:g} is not allowed; allowed: a finite number >= 0")
+        if pool is not None or batch_size is not None:
+            raise InputError("predict: --residual takes no --pool or --batch-size (residual blocks use full-batch BN)")
+        ops = S.resnet_ops(depth, activation, alpha, norm, placement, order, a, sw)
+        args = dict(widths=(None,) * (depth + 1), activation=activation, a=a, sigma_w=sw, pool=None, norm=norm,
+                    placement=placement, bn_batch=None, residual=True, alpha=alpha, order=order)
+        return S.Spec(None, ops, sigma_out=sw, args=args)
+    if alpha is not None:
+        raise InputError("predict: --alpha is the residual branch scale; it needs --residual")
+    if norm == "batchnorm" and batch_size is None:
         raise InputError("predict: --norm batchnorm needs --batch-size B (BN uses mini-batch statistics; give the "
                          "dataset size for full batch)")
-    if args.batch_size is not None and (args.norm != "batchnorm" or args.batch_size < 2):
-        raise InputError(f"predict: --batch-size {args.batch_size} is not allowed; allowed: an integer >= 2, with "
+    if batch_size is not None and (norm != "batchnorm" or batch_size < 2):
+        raise InputError(f"predict: --batch-size {batch_size} is not allowed; allowed: an integer >= 2, with "
                          "--norm batchnorm only")
-    if args.pool is not None and args.pool < 1:
-        raise InputError(f"predict: --pool {args.pool} is not allowed; allowed: a max-pool kernel >= 1")
-    if args.pool is not None and args.pool > 1 and args.depth > 1:
+    if pool is not None and pool < 1:
+        raise InputError(f"predict: --pool {pool} is not allowed; allowed: a max-pool kernel >= 1")
+    if pool is not None and pool > 1 and activation not in POOLED:
+        raise InputError(f"predict: --pool {pool} after {activation}: the max-of-k law is known after "
+                         f"{', '.join(POOLED)} only")
+    if pool is not None and pool > 1 and depth > 1:
         raise InputError("predict: --pool is predicted for --depth 1 only (deeper pooled nets need the k-node centre "
                          "integral)")
-    sw = KAIMING if args.sigma_w is None else args.sigma_w
-    if not (math.isfinite(sw) and sw > 0) or not math.isfinite(args.a):
-        raise InputError(f"predict: --sigma-w {sw:g} / --a {args.a:g} not allowed; allowed: --sigma-w a finite number "
-                         "> 0, --a finite")
-    if getattr(args, "alpha", None) is not None:
-        raise InputError("predict: --alpha is the residual branch scale; it needs --residual")
     try:
-        return S.NetSpec(None, (None,) * args.depth, args.activation, args.a, sigma_w=sw, pool=args.pool,
-                         norm=None if args.norm == "none" else args.norm, placement=args.placement,
-                         bn_batch=args.batch_size)
+        return S.NetSpec(None, (None,) * depth, activation, a, sigma_w=sw, pool=pool, norm=norm,
+                         placement=placement, bn_batch=batch_size)
     except InputError as exc:
         raise InputError(f"predict: {exc}") from None
 
 
-def _residual_spec(args) -> S.Spec:
-    """``--residual``: an embedding Dense then ``--depth`` blocks x + alpha·F(x) (igbsym/residual.py)."""
-    from .residual import resnet_ops
-    alpha = 1.0 if args.alpha is None else args.alpha
-    sw = KAIMING if args.sigma_w is None else args.sigma_w
-    if not (math.isfinite(sw) and sw > 0) or not math.isfinite(args.a):
-        raise InputError(f"predict: --sigma-w {sw:g} / --a {args.a:g} not allowed; allowed: --sigma-w a finite number "
-                         "> 0, --a finite")
-    if not (math.isfinite(alpha) and alpha >= 0):
-        raise InputError(f"predict: --alpha {alpha:g} is not allowed; allowed: a finite number >= 0")
-    if args.pool is not None or args.batch_size is not None:
-        raise InputError("predict: --residual takes no --pool or --batch-size (residual blocks use full-batch BN)")
-    ops = resnet_ops(args.depth, args.activation, alpha, args.norm, args.placement, args.order, args.a, sw)
-    mlp = dict(widths=(None,) * (args.depth + 1), activation=args.activation, a=args.a, sigma_w=sw, pool=None,
-               norm=None if args.norm == "none" else args.norm, placement=args.placement, bn_batch=None,
-               residual=True, alpha=alpha, order=args.order)
-    return S.Spec(None, ops, sigma_out=sw, mlp=mlp)
+def spec_from_args(args) -> S.Spec:
+    """The spec of ``igbsym predict``'s parsed arguments."""
+    return architecture(args.activation, args.depth, args.norm, args.placement, args.a, args.sigma_w,
+                        args.batch_size, args.pool, getattr(args, "residual", False), getattr(args, "alpha", None),
+                        getattr(args, "order", "linear-first"))
 
 
 def _text(res: dict) -> str:

@@ -20,11 +20,11 @@ def rel_err(got, ref) -> float:
 def layer_walk(act, norm, placement, sw, L, backend="numpy"):
     """γ_1..γ_L of the depth MLP by composing spec's maps layer by layer, with no shortcut (no fixed point, tail,
     Steffensen or Mehler series); stops where q leaves the quadrature's range or 1 − c leaves the double range."""
-    from igbsym import spec as S
+    from igbsym import ops as O
     from igbsym.errors import NumericalError
     from igbsym.families.depth import block
     ops = block(act, norm, placement, 0.01, sw)
-    state, out = S.Dense(None, sw).map(S.input_state(backend), backend), []
+    state, out = O.Dense(None, sw).map(O.input_state(backend), backend), []
     for _ in range(L):
         try:
             for op in ops:

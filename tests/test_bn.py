@@ -9,7 +9,7 @@ from hypothesis import example, given, strategies as st
 from scipy import integrate, stats
 
 import igbsym
-from igbsym.families.bn import gamma_half_ratio
+from igbsym.bn_law import gamma_half_ratio
 
 get = igbsym.get
 INTS = st.integers(min_value=7, max_value=5000)

@@ -255,13 +255,13 @@ def test_gelu_layernorm_deep_is_the_fixed_point_of_the_block_map(L):
 
 def test_smooth_state_stays_on_c_plus_e_equals_one():
     """Every smooth-activation block returns c + e = 1 (to rounding): off that line the map is unstable."""
-    from igbsym import spec as S
+    from igbsym import ops as O
     for act in ("gelu", "silu", "sigmoid"):
-        st = S.State(np.float64(1.0), np.float64(0.7), np.float64(0.3), np.float64(0.0))
+        st = O.State(np.float64(1.0), np.float64(0.7), np.float64(0.3), np.float64(0.0))
         for _ in range(5):
-            st = S.Act(act).numpy(S.LayerNorm().numpy(st))
+            st = O.Act(act).numpy(O.LayerNorm().numpy(st))
             assert abs(float(st.c) + float(st.e) - 1) < 4e-16, act
-            st = S.State(np.float64(1.0), st.c, st.e, np.float64(0.0))
+            st = O.State(np.float64(1.0), st.c, st.e, np.float64(0.0))
 
 
 @pytest.mark.parametrize("form", ["depth.gamma_ln_pre", "depth.gamma_rms_pre", "depth.gamma_rms_post",

@@ -106,7 +106,7 @@ def test_activation_mp_split_equals_the_direct_quadrature(act, sigma):
     """Just above the split (σ > 8): the far-field split of the mp route agrees with plain quadrature of the even
     integrand over the whole line (gaussian.mp_expect, the route below the split) to 1e-25."""
     from igbsym.families.rectified import _MP_EVEN
-    from igbsym.gaussian import mp_expect
+    from igbsym.gauss import mp_expect
     with mpmath.workdps(30):
         mean_spec, second_spec = _MP_EVEN[act]
         second = mp_expect(second_spec[0], sigma)

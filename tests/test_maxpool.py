@@ -10,8 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import igbsym
+from igbsym import extreme
 from igbsym.families import maxpool as fam
-from igbsym.numerics import composite_gauss_legendre
+from igbsym.gauss import composite_gauss_legendre
 
 ACTS = ("identity", "relu")
 get = igbsym.get
@@ -100,7 +101,7 @@ def test_moments_vs_cdf_route_quadrature(act):
 @pytest.mark.parametrize("act", ACTS)
 def test_moments_vs_mpmath_dense_in_k(act):
     ks = sorted(set(np.unique(np.round(np.logspace(0, 9, 40)).astype(int)).tolist() + list(range(1, 70, 7))))
-    mean, var = fam.unit_moments(act, np.array(ks, float))
+    mean, var = extreme.unit_moments(act, np.array(ks, float))
     for k, m, v in zip(ks, mean, var):
         m_ref, v_ref = cdf_route_moments(act, k)
         assert abs(m - float(m_ref)) <= 1e-13 * max(abs(float(m_ref)), 1.0) and rel(v, v_ref) < 1e-13, k
@@ -110,10 +111,10 @@ def test_moments_vs_mpmath_dense_in_k(act):
 def test_exact_cases_kernel_equals_lambdified_closed_form_and_quadrature(act):
     """The exact dispatch returns the closed form (the quadrature between and beyond the exact k is checked against
     the CDF route above, including the relu tail table at k < 64)."""
-    for k in sorted(fam.EXACT_MOMENTS[act]):
-        for which, form in ((fam.exact_mean, "maxpool.mean"), (fam.exact_var, "maxpool.var")):
+    for k in sorted(extreme.EXACT_MOMENTS[act]):
+        for which, form in ((extreme.exact_mean, "maxpool.mean"), (extreme.exact_var, "maxpool.var")):
             expr = which(act, k)
-            lam = float(expr.subs(fam.sigma, 2.5).evalf(30))
+            lam = float(expr.subs(extreme.sigma, 2.5).evalf(30))
             got = get(form).numpy(k=k, sigma=2.5, activation=act)
             assert got == lam if lam == 0 else rel(got, lam) < 1e-15
 
@@ -282,12 +283,12 @@ def test_gumbel_substitution_kernel_equals_lambdified_and_rule_reproduces_gumbel
     and the 40-point Gauss rule against the Gumbel moments (mean γ_E, variance π²/6, E[e^{-t}] = 1)."""
     import sympy as sp
     from igbsym.functions import NUMPY_MODULES
-    lam = sp.lambdify([fam.t, fam.k], fam.X_OF_T, modules=NUMPY_MODULES)
+    lam = sp.lambdify([extreme.t, extreme.k], extreme.X_OF_T, modules=NUMPY_MODULES)
     tt = np.linspace(-2, 3, 41)[:, None]
     kk = np.array([1.0, 3.0, 50.0])[None, :]
-    assert np.allclose(fam.quantile_at_gumbel(tt, kk), lam(tt, kk), rtol=1e-12, atol=1e-12)
-    nodes, weights = fam.gumbel_gauss_rule()
-    dens = sp.lambdify([fam.t], fam.GUMBEL_WEIGHT, modules="numpy")
+    assert np.allclose(extreme.quantile_at_gumbel(tt, kk), lam(tt, kk), rtol=1e-12, atol=1e-12)
+    nodes, weights = extreme.gumbel_gauss_rule()
+    dens = sp.lambdify([extreme.t], extreme.GUMBEL_WEIGHT, modules="numpy")
     assert abs(weights.sum() - 1) < 1e-14 and abs(weights @ nodes - np.euler_gamma) < 1e-13
     assert abs(weights @ (nodes - np.euler_gamma) ** 2 - np.pi**2 / 6) < 1e-12
     assert abs(weights @ np.exp(-nodes) - 1) < 1e-12

@@ -9,7 +9,7 @@ import sympy as sp
 import igbsym
 from igbsym import activations as acts
 from igbsym import mehler as Me
-from igbsym import spec as S
+from igbsym import ops as O
 from igbsym.errors import NumericalError
 from reference import layer_walk
 
@@ -54,7 +54,7 @@ def test_the_series_is_spec_s_nested_quadrature_map(name, q):
         b = Me.coefficients(name, qq, 40)
         for c in ("0.001", "0.3", "0.6"):
             cc = mpmath.mpf(c)
-            ref = S.Act(name).map(S.State(qq, cc, 1 - cc, mpmath.mpf(0)), "mpmath").c
+            ref = O.Act(name).map(O.State(qq, cc, 1 - cc, mpmath.mpf(0)), "mpmath").c
             assert abs(mpmath.fsum(bk * cc**k for k, bk in enumerate(b)) / ref - 1) < mpmath.mpf(10) ** -37
 
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings, strategies as st
 
 import igbsym
 from igbsym.errors import InputError, NumericalError
-from igbsym.residual import Residual, resnet_ops, residual_block, trunk_states
-from igbsym.sensitivity import chi_path
-from igbsym.spec import Act, BatchNorm, Dense, LayerNorm, State, mlp_ops
+from igbsym.engine import chi_path, states as trunk_states
+from igbsym.ops import Act, BatchNorm, Dense, LayerNorm, Residual, State
+from igbsym.spec import mlp_ops, resnet_ops, residual_block
 
 HOMOG = ("relu", "leaky_relu", "identity")
 few = settings(max_examples=max(3, settings().max_examples // 5))
@@ -236,8 +236,6 @@ def test_noise_factor_cost_and_value_do_not_depend_on_q(act):
     """Issue 17: E[φ'(u)²] sized its z-grid by 0.4/√q (alpha = 3e26 asked numpy for ~1e28 nodes: ValueError). It
     now uses spec's kink nodes. Reference: mpmath quadrature in x = √q z with breakpoints where φ' bends (x-scale 1),
     at 40 digits; an array call gives each point its scalar value."""
-    from igbsym.sensitivity import act_noise_factor
-    from igbsym.spec import Act
     from igbsym.functions import MPMATH_MODULES
     x = igbsym.activations.x_
     d = sp.lambdify(x, sp.diff(igbsym.activations.get(act).expr, x), modules=MPMATH_MODULES)
@@ -247,10 +245,10 @@ def test_noise_factor_cost_and_value_do_not_depend_on_q(act):
             sd = mpmath.sqrt(q)
             ref = mpmath.quad(lambda x: d(x) ** 2 * mpmath.npdf(x / sd) / sd,
                               [-mpmath.inf, -50 * sd, -45, -5, 0, 5, 45, 50 * sd, mpmath.inf])
-        got = act_noise_factor(Act(act), q, "numpy")
+        got = Act(act).noise(State(q, 0.0, 1.0, 0.0), "numpy")
         assert float(got) == pytest.approx(float(ref), rel=1e-12, abs=0)
-    arr = act_noise_factor(Act(act), np.array(qs), "numpy")
-    assert [float(v) for v in arr] == [float(act_noise_factor(Act(act), q, "numpy")) for q in qs]
+    arr = Act(act).noise(State(np.array(qs), 0.0, 1.0, 0.0), "numpy")
+    assert [float(v) for v in arr] == [float(Act(act).noise(State(q, 0.0, 1.0, 0.0), "numpy")) for q in qs]
 
 
 def test_srelu_shift_cancellation_in_the_closed_form_case():

@@ -55,7 +55,7 @@ def _rmsnorm_degenerate(spec, weights, x):
     returns ±1 ulp instead, and nn.RMSNorm divides by sqrt(ms + eps) with eps = machine epsilon, which maps 1e-17
     to 1e-9 and, one layer later, to O(1). Neither torch path is wrong in floating point; the exact value is 0."""
     bad = torch.zeros(weights[0].shape[0], x.shape[0], dtype=torch.bool)
-    if getattr(spec, "norm", None) != "rmsnorm":
+    if (spec.args or {}).get("norm") != "rmsnorm":
         return bad
     prev = {}
 

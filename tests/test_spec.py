@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import igbsym
-from igbsym import spec as S
+from igbsym import gauss, ops as O, spec as S
 from igbsym.errors import InputError, NumericalError
 from igbsym.families import depth as D
 from igbsym.predict import predict
@@ -25,28 +25,28 @@ CLOSED = ("relu", "leaky_relu", "identity", "srelu")
 
 def _ops():
     return st.one_of(
-        st.builds(S.Dense, st.none(), st.floats(0.2, 3.0)),
-        st.builds(S.Act, st.sampled_from(CLOSED), st.floats(-2.0, 0.95), st.floats(-0.5, 0.5)),
-        st.just(S.LayerNorm()), st.just(S.RMSNorm()), st.just(S.BatchNorm()))
+        st.builds(O.Dense, st.none(), st.floats(0.2, 3.0)),
+        st.builds(O.Act, st.sampled_from(CLOSED), st.floats(-2.0, 0.95), st.floats(-0.5, 0.5)),
+        st.just(O.LayerNorm()), st.just(O.RMSNorm()), st.just(O.BatchNorm()))
 
 
 def _state(q, c, m, gaussian):
-    return S.State(q, c, 1 - c, m if not gaussian else 0, gaussian)
+    return O.State(q, c, 1 - c, m if not gaussian else 0, gaussian)
 
 
 @given(op=_ops(), q=st.floats(0.05, 20.0), c=st.floats(0.0, 0.999), m=st.floats(0.0, 0.9), gaussian=st.booleans())
 def test_closed_form_ops_agree_in_three_backends(op, q, c, m, gaussian):
     """NumPy and mpmath (30 digits) and SymPy (evaluated at 40 digits) give the same next state."""
     m = m * math.sqrt(q * c) if not gaussian else 0.0       # a layer mean with m² <= cq (post-activation states)
-    if isinstance(op, S.Act) and not gaussian:
+    if isinstance(op, O.Act) and not gaussian:
         gaussian = True
-    if not gaussian and isinstance(op, S.Act):
+    if not gaussian and isinstance(op, O.Act):
         return
     np_out = op.numpy(_state(np.float64(q), np.float64(c), np.float64(m), gaussian))
     with mpmath.workdps(30):
-        mp_out = op.mp(S.State(mpmath.mpf(q), mpmath.mpf(c), 1 - mpmath.mpf(c), mpmath.mpf(m), gaussian))
+        mp_out = op.mp(O.State(mpmath.mpf(q), mpmath.mpf(c), 1 - mpmath.mpf(c), mpmath.mpf(m), gaussian))
         exact = {f: sp.Float(v, 40) for f, v in vars(op).items() if isinstance(v, float)}   # the float's binary value
-        sy = replace(op, **exact).sym(S.State(sp.Float(q, 40), sp.Float(c, 40), 1 - sp.Float(c, 40), sp.Float(m, 40), gaussian))
+        sy = replace(op, **exact).sym(O.State(sp.Float(q, 40), sp.Float(c, 40), 1 - sp.Float(c, 40), sp.Float(m, 40), gaussian))
         for name in ("q", "c", "e", "m"):
             a, b, ref = float(getattr(np_out, name)), getattr(mp_out, name), sp.N(getattr(sy, name), 30)
             assert abs(b - mpmath.mpf(str(ref))) <= mpmath.mpf(10) ** -25 * (1 + abs(b)), (name, b, ref)
@@ -57,9 +57,9 @@ def test_closed_form_ops_agree_in_three_backends(op, q, c, m, gaussian):
 @pytest.mark.parametrize("q", [0.3, 2.0])
 def test_smooth_act_first_layer_numpy_vs_mpmath(act, q):
     """c = 0 (first layer): 1-D Gaussian moments by Gauss-Legendre vs mpmath quadrature at 25 digits."""
-    st_np = S.Act(act).numpy(S.State(np.float64(q), np.float64(0), np.float64(1), np.float64(0)))
+    st_np = O.Act(act).numpy(O.State(np.float64(q), np.float64(0), np.float64(1), np.float64(0)))
     with mpmath.workdps(25):
-        st_mp = S.Act(act).mp(S.input_state("mpmath").__class__(mpmath.mpf(q), mpmath.mpf(0), mpmath.mpf(1),
+        st_mp = O.Act(act).mp(O.input_state("mpmath").__class__(mpmath.mpf(q), mpmath.mpf(0), mpmath.mpf(1),
                                                                   mpmath.mpf(0)))
     for name in ("q", "c", "e", "m"):
         assert float(getattr(st_np, name)) == pytest.approx(float(getattr(st_mp, name)), rel=1e-12)
@@ -69,11 +69,11 @@ def test_smooth_act_first_layer_numpy_vs_mpmath(act, q):
 def test_smooth_act_taylor_branch_continuous(act):
     """The noise sd s = sqrt(e q) crosses TAYLOR_S: direct two-pass quadrature just above, 2-term Taylor series
     just below; 1 − c' = V/S must agree to the direct route's accuracy (~1e-16/s)."""
-    q, op = 1.3, S.Act(act)
+    q, op = 1.3, O.Act(act)
     vals = []
-    for s in (S.TAYLOR_S * 1.0001, S.TAYLOR_S * 0.9999):
+    for s in (gauss.TAYLOR_S * 1.0001, gauss.TAYLOR_S * 0.9999):
         e = s * s / q
-        vals.append(float(op.numpy(S.State(np.float64(q), np.float64(1 - e), np.float64(e), np.float64(0))).e) / e)
+        vals.append(float(op.numpy(O.State(np.float64(q), np.float64(1 - e), np.float64(e), np.float64(0))).e) / e)
     assert vals[0] == pytest.approx(vals[1], rel=1e-9)
 
 
@@ -175,7 +175,7 @@ def test_one_default_sigma_w():
     """σ_w = √2 (the papers' Kaiming setting) is the default of depth.gamma, NetSpec and predict."""
     assert S.SIGMA_W == math.sqrt(2)
     assert next(p for p in G.params if p.name == "sigma_w").default == S.SIGMA_W
-    assert S.NetSpec(3, (4,)).sigma_w == S.SIGMA_W
+    assert S.NetSpec(3, (4,)).args["sigma_w"] == S.SIGMA_W
     assert float(G.numpy(L=3, activation="gelu")) == float(G.numpy(L=3, activation="gelu", sigma_w=math.sqrt(2)))
 
 
@@ -223,11 +223,11 @@ def test_spec_builds_the_simulated_network():
 
 def test_bad_specs():
     with pytest.raises(InputError, match="unknown activation"):
-        S.Act("swish")
+        O.Act("swish")
     with pytest.raises(InputError, match="MaxPool"):
         predict(S.NetSpec(None, (None, None), pool=2))
     with pytest.raises(AttributeError, match="no attribute"):
-        S.Spec(3, (S.Dense(4),)).activation
+        S.Spec(3, (O.Dense(4),)).activation
 
 
 @pytest.mark.parametrize("slope", [0.0, 0.01, -1.0, 3.0])
@@ -235,14 +235,14 @@ def test_homogeneous_centre_spread_keeps_its_digits_at_tiny_c(slope):
     """Issue 17: (P − M²)/S was formed as k(c) − r/π, an absolute 1e-17 where the value is ~c (srelu at α = 1e-123
     drove c to 1e-266 and mp30 / mp50 differed). Reference: the same difference of the defining arc-cosine form
     evaluated at 700 digits (no cancellation left at that precision: φ = |x| has (P − M²)/S = c²/π + O(c⁴))."""
-    from igbsym.spec import _mp_spread_ratio, _np_spread_ratio, slope_ratio
+    from igbsym.ops.act import mp_spread_ratio, np_spread_ratio, slope_ratio
     for c in [1e-300, 1e-100, 1e-8, 0.3, 0.5, 0.7, 0.999999]:
         with mpmath.workdps(700):
             cc, r = mpmath.mpf(c), slope_ratio(mpmath.mpf(slope))
             ref = cc + r * (mpmath.sqrt(1 - cc**2) - cc * mpmath.acos(cc)) / mpmath.pi - r / mpmath.pi
         kc = float(c + slope_ratio(slope) * (math.sqrt(1 - c * c) - c * math.acos(c)) / math.pi)
-        assert float(_np_spread_ratio(slope, float(slope_ratio(slope)), c, kc)) == pytest.approx(float(ref), rel=1e-13, abs=0)
+        assert float(np_spread_ratio(slope, float(slope_ratio(slope)), c, kc)) == pytest.approx(float(ref), rel=1e-13, abs=0)
         with mpmath.workdps(30):
             r30, c30 = slope_ratio(mpmath.mpf(slope)), mpmath.mpf(c)
             k30 = c30 + r30 * (mpmath.sqrt(1 - c30**2) - c30 * mpmath.acos(c30)) / mpmath.pi
-            assert abs(_mp_spread_ratio(mpmath.mpf(slope), r30, c30, k30) - ref) <= mpmath.mpf(10) ** -26 * ref
+            assert abs(mp_spread_ratio(mpmath.mpf(slope), r30, c30, k30) - ref) <= mpmath.mpf(10) ** -26 * ref

@@ -195,7 +195,7 @@ def test_grid_modes_defaults_and_point_key(tmp_path, monkeypatch):
     assert (quick.run["inits"], thorough.run["inits"], gridmod.load(path, inits=7).run["inits"]) == (10, 40, 7)
     p = quick.points[1]
     assert p.label == {"depth": 1, "activation": "tanh"}
-    assert (p.spec.d_in, p.spec.widths, p.spec.pool, p.spec.norm) == (16, (16,), None, None)
+    assert (p.spec.d_in, p.spec.widths, p.spec.args["pool"], p.spec.args["norm"]) == (16, (16,), None, None)
     assert gridmod.spec_of(p.config) == p.spec
     key = point_key(p.config, 3, 10, 4)
     assert key == point_key(dict(reversed(list(p.config.items()))), 3, 10, 4)     # order-free

@@ -69,7 +69,7 @@ def measure(spec: NetSpec, n_inits: int, n_data: int, seed: int, device) -> dict
     of datasets A, B and X = mean μ̂_A μ̂_B (unbiased for μ² also under BN, whose batches stay inside one dataset).
     Either way the per-init values are independent (a dataset shared by all inits would add a common fluctuation
     of order 1/(√d·D) to every X that the SE over inits cannot see)."""
-    if spec.norm != "batchnorm":
+    if spec.batch == 1:
         res = simulate(spec, n_inits, n_data, seed=seed, device=device, layer_stats=("pre",), fresh_data=True)
         out = {}
         for l in range(1, len(spec.widths) + 1):

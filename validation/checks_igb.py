@@ -25,7 +25,7 @@ from scipy import special
 from scipy import stats as sps
 
 import igbsym
-from igbsym.spec import SIGMA_W
+from igbsym.ops import SIGMA_W
 
 from .checks import (Context, law_result, register_check, register_sizes, reusable, seed_for, size,
                      z_result)

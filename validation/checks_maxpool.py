@@ -35,6 +35,7 @@ from scipy import stats as sps
 from torch import nn
 
 import igbsym
+from igbsym import extreme
 from igbsym.families import maxpool as fam
 
 from .checks import law_result, register_check, register_sizes, reusable, seed_for, size, z_result
@@ -214,7 +215,7 @@ def _plot_gumbel(ctx):
 # --------------------------------------------------------------------------------------------- gamma (SHLP)
 def gamma_finite_d(k: int, act: str, d: int) -> tuple:
     """Bracket [γ_lo, γ_hi] of γ at input dimension d (module docstring); σ_w cancels."""
-    m, v = (float(a) for a in fam.unit_moments(act, k))
+    m, v = (float(a) for a in extreme.unit_moments(act, k))
     phi0 = 1 / math.sqrt(2 * math.pi)
     if act == "identity":
         jj = m / (k * (k - 1)) if k > 1 else 0.0
@@ -234,7 +235,7 @@ def gamma_infinite_d(k: int, act: str) -> float:
     """γ = E[M]²/Var[M] from the unit moments (igbsym.families.maxpool.unit_moments), not through the form: the
     reference from which finite-d bias bounds are measured (a bound built from the form's own value would
     absorb an error in it)."""
-    m, v = (float(a) for a in fam.unit_moments(act, k))
+    m, v = (float(a) for a in extreme.unit_moments(act, k))
     return m * m / v
 
 

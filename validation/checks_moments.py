@@ -24,9 +24,9 @@ import numpy as np
 
 import igbsym
 from igbsym.families.moments import ARCHITECTURES, sensitivity_ops
-from igbsym.residual import Residual, resnet_ops
-from igbsym.sensitivity import chi_path
-from igbsym.spec import Act, compose, input_state, mlp_ops
+from igbsym.engine import chi_path
+from igbsym.ops import Act, Residual, compose, input_state
+from igbsym.spec import mlp_ops, resnet_ops
 
 from .checks import register_check, register_sizes, reusable, seed_for, size, z_result
 from .moments import at_two_widths, richardson

@@ -55,7 +55,7 @@ def check_equals_simulate(ctx) -> list:
         rel = max(float(((res.mu - sim.mu).abs() / sim.var.sqrt()).max()),
                   float(((res.var - sim.var).abs() / sim.var).max()))
         flips = float((res.frac - sim.frac).abs().max()) * x.shape[0]
-        out.append(Result("probe", f"probe = simulate per init: {spec.activation} widths={spec.widths} "
+        out.append(Result("probe", f"probe = simulate per init: {spec.args['activation']} widths={spec.widths} "
                           f"I={p['eq_inits']} D={x.shape[0]}", 0.0, rel, math.nan, p["eq_inits"], ctx.seed,
                           passed=rel <= 1e-4 and flips <= 1,
                           note=f"max relative difference of mu (in data SDs) and var {rel:.2g} (float32: <= 1e-4); "

@@ -10,7 +10,8 @@ SE at these sizes: the measured gap at n = 128 is ≤ 2 % of γ). z ≤ 5 per as
 from __future__ import annotations
 
 import igbsym
-from igbsym.residual import resnet_ops, trunk_states
+from igbsym.engine import states as trunk_states
+from igbsym.spec import resnet_ops
 
 from .checks import register_check, register_sizes, reusable, seed_for, size, z_result
 from .moments import at_two_widths, richardson

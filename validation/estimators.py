@@ -45,7 +45,7 @@ from igbsym.errors import InputError
 from .stats import Z95, Estimate, _np, gamma_estimate, ratio_estimate
 
 ESTIMATORS = ("plain", "rao-blackwell", "gaussian-rb")
-KERNEL_REL = 3e-12     # relative error bound of the activation moments (igbsym.gaussian.ERROR, twice, + rounding)
+KERNEL_REL = 3e-12     # relative error bound of the activation moments (igbsym.gauss.EXPECT_ERROR, twice, + rounding)
 _WEIGHT_BUDGET = 1 << 22   # weight entries per sampled group of inits (32 MB in float64)
 
 
@@ -116,26 +116,22 @@ def gamma_of_sim(res, estimator: str = "rao-blackwell", method: str = "delta") -
 # --------------------------------------------------------------------------------------------- gaussian-rb
 def gaussian_rb_reason(spec) -> str | None:
     """Why 'gaussian-rb' does not apply to ``spec`` (None when it does): it needs Dense → Act → output Dense."""
-    from igbsym.spec import Act, Dense
     ops = spec.ops
-    if len(ops) != 2 or not isinstance(ops[0], Dense) or not isinstance(ops[1], Act):
+    if len(ops) != 2 or ops[0].stage != "pre" or ops[1].stage != "act":
         return ("gaussian-rb needs one hidden layer Dense → activation (no norm, no pool) before the output "
                 "layer; deeper nets: simulate(..., shortcut='gaussian') with estimator 'rao-blackwell'")
     return None
 
 
 def gaussian_unit_moments(act, sigma):
-    """Mean and variance of φ(σZ), Z ~ N(0, 1), elementwise over ``sigma`` (an ``igbsym.spec.Act`` φ)."""
+    """Mean and variance of φ(σZ), Z ~ N(0, 1), elementwise over ``sigma`` (an ``igbsym.ops.Act`` φ): the forms
+    activation.mean / activation.var (srelu: ReLU's, less the op's fixed shift)."""
     from igbsym import registry
-    from igbsym.spec import HOMOGENEOUS
     sigma = np.asarray(sigma, float)
-    if act.name in HOMOGENEOUS or act.name == "srelu":
-        slope = 0.0 if act.name == "srelu" else float(act.slope)
-        mean = (1 - slope) * sigma / math.sqrt(2 * math.pi)
-        var = sigma**2 * (1 + slope**2) / 2 - mean**2
-        return mean - (float(act._shift("numpy")) if act.name == "srelu" else 0.0), var
-    kw = dict(activation=act.name, sigma=sigma, a=float(act.a))
-    return registry.get("activation.mean").numpy(**kw), registry.get("activation.var").numpy(**kw)
+    srelu = act.name == "srelu"
+    kw = dict(activation="relu" if srelu else act.name, sigma=sigma, a=float(act.a))
+    mean, var = registry.get("activation.mean").numpy(**kw), registry.get("activation.var").numpy(**kw)
+    return mean - (float(act.shift_value("numpy")) if srelu else 0.0), var
 
 
 def gaussian_rb_units(spec, first_weights):
@@ -190,3 +186,24 @@ def paired_difference(units1, units2) -> Estimate:
     u = (a1 - r1 * b1) / b1.mean() - (a2 - r2 * b2) / b2.mean()
     d, se = float(r1 - r2), float(u.std(ddof=1) / np.sqrt(n))
     return Estimate(d, se, d - Z95 * se, d + Z95 * se, "paired delta", n)
+
+
+# --------------------------------------------------------------------------------------------- sweep units
+def unit_fields(depth: int) -> list:
+    """Columns of the per-init units: G0, then (a_l, b_l) for l = 1..L (l = L is the output layer)."""
+    return ["g0"] + [f"{s}{l}" for l in range(1, depth + 1) for s in ("a", "b")]
+
+
+def moment_units(res) -> np.ndarray:
+    """Per-init units of the plain moment estimator (igbsym.validation.stats.gamma_units) for every layer: γ after hidden
+    layer l < L from the pre-activations of layer l + 1, the output for l = L. [n_inits, 1 + 2L] float64."""
+    from .stats import gamma_units
+    cols = [res.g0.double().numpy()]
+    stats = [res.layers[l]["pre"] for l in range(1, len(res.spec.widths))] + [res.out]
+    for st in stats:
+        a, b = gamma_units(st.mean, st.var, res.n_data)
+        cols += [a, b]
+    return np.stack(cols, axis=1)
+
+
+ESTIMATORS = {"moment": moment_units}   # name -> per-init units of a SimResult (the sweep grid key ``estimator``)

@@ -31,21 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from igbsym.errors import InputError
-from igbsym.spec import SIGMA_W
+from igbsym.ops import SIGMA_W
+from igbsym.spec import NORMS as NORM_NAMES
 
+from .estimators import ESTIMATORS
 from .simulate import ACTIVATIONS, DATA_LAWS, WEIGHT_LAWS, NetSpec
 
-NORM_NAMES = ("none", "batchnorm", "layernorm", "rmsnorm")
 RUN_KEYS = {"seed": 0, "inits": 64, "chunk": 16}
 DEFAULTS = {"width": 64, "depth": 1, "n_data": 1024, "data_law": "gaussian", "fresh_data": False,
             "estimator": "moment", "activation": "relu", "a": 0.01, "weight_law": "normal", "sigma_w": SIGMA_W,
             "norm": "none", "placement": "pre", "n_classes": 2}
-
-
-def _estimators() -> tuple:
-    """The estimator names (validation/sweep.py ESTIMATORS is the one list; imported late: sweep imports grid)."""
-    from .sweep import ESTIMATORS
-    return tuple(ESTIMATORS)
 
 
 def _pos_int(v):
@@ -76,7 +71,7 @@ KINDS = {
     "n_data": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
     "data_law": (lambda v: v in DATA_LAWS, "one of " + ", ".join(DATA_LAWS)),
     "fresh_data": (lambda v: isinstance(v, bool), "true or false"),
-    "estimator": (lambda v: v in _estimators(), lambda: "one of " + ", ".join(_estimators())),
+    "estimator": (lambda v: v in tuple(ESTIMATORS), lambda: "one of " + ", ".join(tuple(ESTIMATORS))),
 }
 RUN_KINDS = {"seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                       "a non-negative integer"),
@@ -112,7 +107,7 @@ def _check(path, where, key, value, kinds):
         _fail(path, f"{where} = {value!r} is not allowed; allowed: {allowed() if callable(allowed) else allowed}")
 
 
-def _spec(config: dict) -> NetSpec:
+def point_spec(config: dict) -> NetSpec:
     widths = config.get("widths") or [config["width"]] * config["depth"]
     pool = config.get("pool")
     if config["norm"] == "batchnorm" and config.get("bn_batch") is None:
@@ -128,11 +123,11 @@ def _spec(config: dict) -> NetSpec:
 
 def canonical(config: dict) -> dict:
     """The point's full settings with defaults filled in and shorthands resolved (what its key hashes)."""
-    spec = _spec(config)
-    out = {"d_in": spec.d_in, "widths": list(spec.widths), "activation": spec.activation, "a": spec.a,
-           "weight_law": spec.weight_law, "sigma_w": spec.sigma_w, "pool": spec.pool, "norm": spec.norm,
-           "placement": spec.placement, "bn_batch": spec.bn_batch, "n_classes": spec.n_classes,
-           "srelu_shift": spec.srelu_shift}
+    spec = point_spec(config)
+    args = spec.args
+    out = {"d_in": spec.d_in, "widths": list(spec.widths)}
+    out.update({k: args[k] for k in ("activation", "a", "weight_law", "sigma_w", "pool", "norm", "placement",
+                                     "bn_batch", "n_classes", "srelu_shift")})
     out.update({k: config[k] for k in ("n_data", "data_law", "fresh_data", "estimator")})
     return out
 
@@ -203,7 +198,7 @@ def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
         label = dict(zip(names, combo))
         config = {**DEFAULTS, **fixed, **label}
         try:
-            spec = _spec(config)
+            spec = point_spec(config)
         except InputError as exc:
             _fail(path, f"point {label}: {exc}")
         if config["n_data"] % spec.batch:

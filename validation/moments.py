@@ -18,23 +18,10 @@ import numpy as np
 import torch
 
 from igbsym.errors import InputError
-from igbsym.residual import Residual
-from igbsym.spec import BatchNorm, Spec
+from igbsym.spec import Spec
 
 from .simulate import dense_ops, fresh_rows, sample_weights
 from .stats import Estimate, gamma_estimate, ratio_estimate
-
-
-def _full_batch(ops, n_data: int) -> tuple:
-    """Replace full-batch BatchNorm(None) by BatchNorm(n_data): the torch layer normalises over the whole dataset."""
-    out = []
-    for op in ops:
-        if isinstance(op, Residual):
-            op = Residual(op.alpha, _full_batch(op.block, n_data))
-        elif isinstance(op, BatchNorm) and op.B in (None, "full"):
-            op = BatchNorm(n_data)
-        out.append(op)
-    return tuple(out)
 
 
 @dataclass
@@ -79,7 +66,7 @@ def measure(spec: Spec, n_inits: int, n_data: int, seed: int = 0, r_eff: bool = 
         raise InputError("moments.measure: the spec needs finite d_in and widths")
     if n_inits < 2 or n_data < 2:
         raise InputError(f"moments.measure: needs n_inits >= 2 and n_data >= 2, got {n_inits}, {n_data}")
-    ops = _full_batch(spec.ops, n_data)
+    ops = spec.full_batch(n_data).ops
     parts = []
     for start in range(0, n_inits, init_chunk):
         inits = range(start, min(n_inits, start + init_chunk))

@@ -57,15 +57,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from igbsym import activations as acts
-from igbsym import spec as spec_mod
 from igbsym.errors import InputError
-from igbsym.spec import WEIGHT_LAWS, BatchNorm, Dense, NetSpec, Spec  # noqa: F401  (NetSpec: the public builder)
+from igbsym.spec import NORMS, WEIGHT_LAWS, NetSpec, Spec  # noqa: F401  (NetSpec: the public builder)
 
 from .device import resolve_device
 from .seeding import DATA, FRESH, WEIGHTS, derive_seed
 
 ACTIVATIONS = acts.names()
-NORMS = spec_mod.NORMS
 DATA_LAWS = ("gaussian", "uniform", "laplace", "student")
 BLOCK = 4096                       # rows per seeded data block
 _ELEM_BUDGET = 1 << 21             # elements per live [inits, rows, width] tensor (8 MB in float32: small
@@ -86,7 +84,7 @@ def layer_stages(spec: Spec) -> list:
     """Per hidden layer, the stage names of its ops in order ('pre' for its Dense, then 'norm', 'act', 'pool')."""
     out = []
     for op in spec.ops:
-        if isinstance(op, Dense):
+        if op.stage == "pre":
             out.append([])
         out[-1].append(op.stage)
     return [tuple(st) for st in out]
@@ -165,9 +163,9 @@ def dense_ops(ops) -> list:
     """Every Dense op in order, descending into residual blocks."""
     out = []
     for op in ops:
-        if isinstance(op, Dense):
+        if op.stage == "pre":
             out.append(op)
-        out += dense_ops(getattr(op, "block", ()))
+        out += dense_ops(op.children)
     return out
 
 
@@ -203,7 +201,7 @@ def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=Non
     it = iter(weights[:-1])
     layer = -1
     for k, op in enumerate(spec.ops):
-        if isinstance(op, Dense):
+        if op.stage == "pre":
             layer += 1
         if k == 0 and first is not None:
             next(it)
@@ -221,7 +219,7 @@ def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
     for op in spec.all_ops():
         w = weights[min(k, len(weights) - 1)]
         mod = op.torch(n, w.device, w.dtype)
-        if isinstance(op, Dense):
+        if op.stage == "pre":
             mod.weight.data.copy_(weights[k][i].T)
             k += 1
         mods.append(mod)
@@ -314,7 +312,7 @@ def _check_run(spec, n_inits, n_data, seed, dtype, data, moments, record, chunk,
         _fail(f"simulate: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
     if spec.d_in is None or any(w is None for w in spec.widths):
         _fail("simulate: every width (and d_in) must be a finite integer to build the network")
-    if any(isinstance(op, BatchNorm) and op.B is None for op in spec.ops):
+    if any(op.full_batch(2) is not op for op in spec.ops):
         _fail("simulate: BatchNorm needs a finite mini-batch size (bn_batch) to simulate")
     if not _is_int(n_inits) or n_inits < 1:
         _fail(f"simulate: n_inits must be a positive integer, got {n_inits!r}")
@@ -391,7 +389,7 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
         inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
         w0_cat = weights[0].transpose(0, 1).reshape(spec.d_in, -1) \
-            if SHARED_GEMM and not (shortcut or fresh_data) and isinstance(spec.ops[0], Dense) else None
+            if SHARED_GEMM and not (shortcut or fresh_data) and spec.ops[0].stage == "pre" else None
         chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
             if shortcut else None
         acc_out = _Moments(moments)

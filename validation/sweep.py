@@ -26,35 +26,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
 from igbsym.errors import InputError, NumericalError
 
 from . import grid as gridmod
+from .estimators import ESTIMATORS, unit_fields
 from .store import Store, point_key
 
 
 # --------------------------------------------------------------------------------------------- estimators
-def unit_fields(depth: int) -> list:
-    """Columns of the per-init units: G0, then (a_l, b_l) for l = 1..L (l = L is the output layer)."""
-    return ["g0"] + [f"{s}{l}" for l in range(1, depth + 1) for s in ("a", "b")]
-
-
-def moment_units(res) -> np.ndarray:
-    """Per-init units of the plain moment estimator (igbsym.validation.stats.gamma_units) for every layer: γ after hidden
-    layer l < L from the pre-activations of layer l + 1, the output for l = L. [n_inits, 1 + 2L] float64."""
-    from .stats import gamma_units
-    cols = [res.g0.double().numpy()]
-    stats = [res.layers[l]["pre"] for l in range(1, len(res.spec.widths))] + [res.out]
-    for st in stats:
-        a, b = gamma_units(st.mean, st.var, res.n_data)
-        cols += [a, b]
-    return np.stack(cols, axis=1)
-
-
-ESTIMATORS = {"moment": moment_units}   # name -> per-init units of a SimResult (the grid key ``estimator``)
 
 
 def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
@@ -71,13 +53,9 @@ def prediction(config) -> tuple:
     """(γ after each hidden layer, the forms used) from the registered forms, or (None, reason)."""
     if config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None:
         return None, "no registered form for non-Gaussian weights/data or a custom srelu shift"
-    from igbsym.predict import predict, spec_from_args
-    args = SimpleNamespace(activation=config["activation"], depth=len(config["widths"]),
-                           norm=config["norm"] or "none", placement=config["placement"], pool=config["pool"],
-                           batch_size=config["bn_batch"] if config["norm"] == "batchnorm" else None,
-                           a=config["a"], sigma_w=config["sigma_w"])
+    from igbsym.predict import predict
     try:
-        res = predict(spec_from_args(args)).to_dict()
+        res = predict(gridmod.point_spec(config)).to_dict()
     except InputError as exc:
         return None, str(exc)
     forms = "maxpool.gamma" if (config["pool"] or 1) > 1 else "depth.gamma" + (

@@ -19,6 +19,8 @@ import numpy as np
 import sympy as sp
 from scipy import optimize, special
 
+from ..bn_law import (CANON_GAMMA, CANON_RELU_MEAN, CANON_RELU_VAR, canonical_relu_mean, canonical_relu_var,
+                      gamma_half_ratio)
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import BetaReg
 from ..registry import register
@@ -27,27 +29,6 @@ NORM = "norm-placement-bn-ln.txt"
 b = sp.Symbol("b", real=True)
 B = sp.Symbol("B", integer=True)
 half = sp.S.Half
-
-# ---------------------------------------------------------------------------------------------------------------
-# Stable Γ(z + 1/2)/Γ(z) for the NumPy kernels.
-# log Γ(z+1/2) − log Γ(z) ~ ½ log z + Σ_k (B_{k+1}(½) − B_{k+1}) / (k(k+1) z^k), k odd (Bernoulli polynomials).
-_LOG_RATIO_COEFFS = [(k, float((sp.bernoulli(k + 1, half) - sp.bernoulli(k + 1)) / (k * (k + 1))))
-                     for k in range(1, 16, 2)]
-_ASYMPTOTIC_FROM = 25.0  # first omitted term (k = 17) is < 1e-22 there
-
-
-def gamma_half_ratio(z):
-    """Γ(z + 1/2)/Γ(z) for z > 0 (array): SciPy Γ below z = 25, the Bernoulli asymptotic series above.
-
-    Relative error ≤ 1e-14 for all z > 0 (tests compare with mpmath).
-    """
-    z = np.asarray(z, dtype=float)
-    small = np.minimum(z, _ASYMPTOTIC_FROM)
-    direct = special.gamma(small + 0.5) / special.gamma(small)
-    big = np.maximum(z, _ASYMPTOTIC_FROM)
-    series = sum(c / big**k for k, c in _LOG_RATIO_COEFFS)
-    return np.where(z < _ASYMPTOTIC_FROM, direct, np.sqrt(big) * np.exp(series))
-
 
 def _cond(minimum, why):
     return (Condition(sp.Ge(B, minimum), f"B >= {minimum} ({why})"),)
@@ -327,9 +308,6 @@ CANON_CDF = (1 + sp.sign(b)) / 2 - sp.sign(b) / 2 * BetaReg((B - 2) / 2, half, s
 CANON_SUPPORT = sp.sqrt(B - 1)
 CANON_VAR = sp.S.One
 CANON_KURT = 3 * (B - 1) / (B + 1)
-CANON_RELU_MEAN = sp.sqrt(B - 1) * sp.gamma((B - 1) / 2) / (2 * sp.sqrt(sp.pi) * sp.gamma(B / 2))
-CANON_RELU_VAR = half - CANON_RELU_MEAN**2
-CANON_GAMMA = CANON_RELU_MEAN**2 / CANON_RELU_VAR
 
 
 def _canon_pdf(b, B):
@@ -339,14 +317,6 @@ def _canon_pdf(b, B):
     inside = log_x > -np.inf
     shape = np.where(B == 4, 1.0, np.exp((B - 4) / 2 * np.where(inside, log_x, 0.0)))
     return np.where(inside, gamma_half_ratio((B - 2) / 2) / np.sqrt(np.pi * (B - 1)) * shape, 0.0)
-
-
-def _canon_relu_mean(B):
-    return np.sqrt(B - 1) / (2 * np.sqrt(np.pi) * gamma_half_ratio((B - 1) / 2))
-
-
-def _canon_relu_var(B):
-    return 0.5 - _canon_relu_mean(B) ** 2
 
 
 CANON = ("canonical = torch.nn.BatchNorm1d in training mode (batch mean, biased batch variance, eps -> 0); "
@@ -377,17 +347,17 @@ register(ClosedForm(
 register(ClosedForm(
     "bn.relu_mean_canonical", "E[ReLU(z)] for torch's BatchNorm1d (train mode) output of an iid Gaussian batch.",
     (B_PARAM,), Provenance(NORM, "beyond the paper (canonical counterpart of Eq. 57)", CANON),
-    expr=CANON_RELU_MEAN, kernel=_canon_relu_mean))
+    expr=CANON_RELU_MEAN, kernel=canonical_relu_mean))
 register(ClosedForm(
     "bn.relu_var_canonical", "Var[ReLU(z)] = 1/2 - E[ReLU(z)]^2 for torch's BatchNorm1d (train mode) output.",
     (B_PARAM,), Provenance(NORM, "beyond the paper (canonical counterpart of Eqs. 58-59)", CANON),
-    expr=CANON_RELU_VAR, kernel=_canon_relu_var))
+    expr=CANON_RELU_VAR, kernel=canonical_relu_var))
 register(ClosedForm(
     "bn.gamma_canonical", "gamma of BN + ReLU with torch's BatchNorm1d (train mode): E[ReLU(z)]^2/Var[ReLU(z)], the "
     "same at every depth (Thm E.1 holds exactly for the canonical law).", (B_PARAM,),
     Provenance(NORM, "Thm E.1 with the canonical law", CANON + "; exchangeable Gaussian batches (deeper layers) give "
                "the same law because BN sees only the projection orthogonal to (1,...,1), which is isotropic"),
-    expr=CANON_GAMMA, kernel=lambda B: _canon_relu_mean(B) ** 2 / _canon_relu_var(B)))
+    expr=CANON_GAMMA, kernel=lambda B: canonical_relu_mean(B) ** 2 / canonical_relu_var(B)))
 
 # ---------------------------------------------------------------------------------------------------------------
 # ReLU + BN (Thm E.2).

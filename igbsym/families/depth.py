@@ -42,7 +42,8 @@ import sympy as sp
 
 from .. import activations as acts
 from .. import mehler
-from .. import spec as S
+from .. import gauss, spec
+from .. import ops as O
 from ..errors import InputError, NumericalError
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
@@ -50,18 +51,18 @@ from ..registry import register
 IGB = "igb-initial-guessing-bias.txt"
 NORM = "norm-placement-bn-ln.txt"
 NORMS = ("none", "batchnorm", "layernorm", "rmsnorm")
-PLACEMENTS = S.PLACEMENTS
+PLACEMENTS = spec.PLACEMENTS
 L_EXACT = 4          # up to this depth the registered case is the nested closed form, beyond it the iteration
 L_MAX = 100000
 BN_FORM = "bn.gamma_canonical"
-QUAD_ERROR = S.QUAD_ERROR
+QUAD_ERROR = gauss.QUAD_ERROR
 
 q_, c_ = sp.Symbol("q", positive=True), sp.Symbol("c", real=True)
 a_, sw_ = sp.Symbol("a", real=True), sp.Symbol("sigma_w", positive=True)
-_SLOPE = {"relu": sp.S.Zero, "leaky_relu": a_, "identity": sp.S.One}   # positively homogeneous: φ(x) = x⁺ − s x⁻
+_SLOPE = {n: (a_ if acts.get(n).slope == "a" else sp.Integer(acts.get(n).slope)) for n in acts.homogeneous_names()}   # φ = x⁺ − s x⁻
 ODD = tuple(n for n, act in acts.ACTIVATIONS.items() if act.odd)
 SMOOTH = tuple(n for n in acts.names() if n not in _SLOPE and n not in ODD and n != "srelu")
-arccos_map = S.arccos_map
+arccos_map = O.arccos_map
 
 
 def block(activation, norm, placement, a, sigma_w, B=None, shift_backend="numpy"):
@@ -69,20 +70,19 @@ def block(activation, norm, placement, a, sigma_w, B=None, shift_backend="numpy"
 
     srelu's shift is σ₁/√(2π), the ReLU mean of layer 1's N(0, σ₁²) input to φ (σ₁ = σ_w, or 1 after a norm
     placed before φ): exact centring in layer 1 only (igb.gamma's and validation/simulate.py's convention)."""
-    norm = None if norm == "none" else norm
-    pre_norm = norm is not None and placement == "pre"
+    pre_norm = norm != "none" and placement == "pre"
     shift = None
     if activation == "srelu":
         sig = 1 if pre_norm else sigma_w
         root = {"sympy": sp.sqrt(2 * sp.pi), "mpmath": mpmath.sqrt(2 * mpmath.pi)}.get(shift_backend,
                                                                                         math.sqrt(2 * math.pi))
         shift = sig / root
-    return S.block_ops(activation, norm, placement, a, B, None, shift) + (S.Dense(None, sigma_w),)
+    return spec.block_ops(activation, norm, placement, a, B, None, shift) + (O.Dense(None, sigma_w),)
 
 
 def sym_step(activation, norm, placement, q, c):
     """One block (q, c) → (q', c') in SymPy (closed-form activations), composed from the ops' maps."""
-    st = S.State(q, c, 1 - c, sp.S.Zero)
+    st = O.State(q, c, 1 - c, sp.S.Zero)
     for op in block(activation, norm, placement, a_, sw_, shift_backend="sympy"):
         st = op.sym(st)
     return st.q, sp.simplify(st.c) if st.c.is_number else st.c
@@ -103,7 +103,7 @@ def _kind(activation, norm, placement):
 
 def _scale_free(ops) -> bool:
     """Every op commutes with a rescaling of the state (positively homogeneous φ, norms, Dense): q can be reset."""
-    return all(not isinstance(op, S.Act) or op.name in S.HOMOGENEOUS for op in ops)
+    return all(not isinstance(op, O.Act) or acts.get(op.name).homogeneous for op in ops)
 
 
 def _stationary(old, new, tol, older=None):
@@ -126,22 +126,22 @@ def _stationary(old, new, tol, older=None):
     q_ok = absf(old.q - new.q) <= tol * factor * absf(new.q)
     if mp:
         return ok[0] and ok[1] and q_ok
-    return ok[0] & ok[1] & (q_ok | (np.asarray(new.q, float) < S.Q_LINEAR))
+    return ok[0] & ok[1] & (q_ok | (np.asarray(new.q, float) < gauss.Q_LINEAR))
 
 
 def _fast_homogeneous(ops) -> bool:
     """The block acts on (c, 1 − c) through a positively homogeneous φ only (norms before φ or RMSNorm after
     rescale; Dense keeps c): the map is k_s on (c, e) alone."""
     kinds = [type(op) for op in ops]
-    act = kinds.index(S.Act)
-    return ops[act].name in S.HOMOGENEOUS and all(
-        k in (S.Dense, S.RMSNorm) or (k is S.LayerNorm and i < act) for i, k in enumerate(kinds) if i != act)
+    act = kinds.index(O.Act)
+    return acts.get(ops[act].name).homogeneous and all(
+        k in (O.Dense, O.RMSNorm) or (k is O.LayerNorm and i < act) for i, k in enumerate(kinds) if i != act)
 
 
 def _homogeneous_gammas(L, slope, start=(0.0, 1.0)):
     """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e, from the
     state ``start`` = (c, e) (the data: (0, 1))."""
-    r = S.slope_ratio(slope)
+    r = O.slope_ratio(slope)
     c0, e0 = (np.broadcast_to(np.asarray(v, float), r.shape) for v in start)
     if 0 < r.size <= 8 and r.ndim:      # a few points: the scalar loop per point is faster than array ufuncs
         cols = [_homogeneous_gammas(L, float(s_), (float(c_), float(e_)))
@@ -155,15 +155,15 @@ def _homogeneous_gammas(L, slope, start=(0.0, 1.0)):
             g = (t * t * t * (1 / 3 - t * t * (1 / 30 - t * t * (1 / 840 - t * t * (1 / 45360 - t * t / 3991680))))
                  if t < 0.1 else math.sin(t) - t * math.cos(t))
             c, e = (r / math.pi if c == 0 else c + r * (math.sin(t) - t * c) / math.pi), max(e - r * g / math.pi, 0.0)
-            if e < S.E_MIN:
+            if e < O.E_MIN:
                 raise NumericalError(f"1 - c = {e:.3g}: gamma exceeds the double range")
             out.append(np.float64(c / e))
         return out
     c, e, out = np.array(c0), np.array(e0), []
     for _ in range(L):
         t = 2 * np.arcsin(np.sqrt(e / 2))
-        c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * S.sin_minus_tcos(t) / np.pi, 0.0)
-        if (e < S.E_MIN).any():
+        c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * O.sin_minus_tcos(t) / np.pi, 0.0)
+        if (e < O.E_MIN).any():
             raise NumericalError(f"1 - c = {float(e.min()):.3g}: gamma exceeds the double range")
         out.append(c / e)
     return out
@@ -176,7 +176,7 @@ def _mp_homogeneous_gamma(L, slope, start=None):
     is evaluated with the 2 log2(1/t) bits its cancellation loses added to the precision."""
     prec = mpmath.mp.prec + 24
     with mpmath.workprec(prec):
-        rpi = (S.slope_ratio(mpmath.mpf(slope)) / mpmath.pi)._mpf_
+        rpi = (O.slope_ratio(mpmath.mpf(slope)) / mpmath.pi)._mpf_
         c, e = (mpmath.mpf(0), mpmath.mpf(1)) if start is None else (mpmath.mpf(start[0]), mpmath.mpf(start[1]))
     c, e = c._mpf_, e._mpf_
     add, sub, mul = libmp.mpf_add, libmp.mpf_sub, libmp.mpf_mul
@@ -209,10 +209,10 @@ def _geometric(q_old, q_new, ratio, prev, tol) -> bool:
         return False
     if isinstance(ratio, mpmath.mpf):
         return (ratio < 1 - RATIO_GAP and abs(ratio - prev) <= tol * (1 - ratio) ** 2) and (
-            abs(q_old - q_new) <= tol * abs(q_new) or q_new < S.Q_LINEAR)
+            abs(q_old - q_new) <= tol * abs(q_new) or q_new < gauss.Q_LINEAR)
     ratio, prev, q_old, q_new = (np.asarray(v, float) for v in (ratio, prev, q_old, q_new))
     ok = (ratio < 1 - RATIO_GAP) & (np.abs(ratio - prev) <= tol * (1 - ratio) ** 2)   # per point (NumPy)
-    return ok & ((np.abs(q_old - q_new) <= tol * np.abs(q_new)) | (q_new < S.Q_LINEAR))
+    return ok & ((np.abs(q_old - q_new) <= tol * np.abs(q_new)) | (q_new < gauss.Q_LINEAR))
 
 
 def _geometric_tail(new, ratio, rest, backend, where, layer, last):
@@ -224,10 +224,10 @@ def _geometric_tail(new, ratio, rest, backend, where, layer, last):
     ks = np.arange(1, rest + 1).reshape((-1,) + (1,) * np.ndim(ratio))
     with np.errstate(under="ignore"):
         e = new.e * np.exp(ks * np.log(ratio))       # e·ratio^k without k-fold rounding of a product
-    if (e < S.E_MIN).any():
-        k = int(np.argmax((e < S.E_MIN).reshape(rest, -1).any(axis=1)))
-        rate = float(np.max(np.where(e[k] < S.E_MIN, ratio, 0.0)))     # the ratio of a point that left the range
-        raise NumericalError(f"{where} at layer {layer + 2 + k}: 1 - c = {float(e[k].min()):.3g} < {S.E_MIN:g}: "
+    if (e < O.E_MIN).any():
+        k = int(np.argmax((e < O.E_MIN).reshape(rest, -1).any(axis=1)))
+        rate = float(np.max(np.where(e[k] < O.E_MIN, ratio, 0.0)))     # the ratio of a point that left the range
+        raise NumericalError(f"{where} at layer {layer + 2 + k}: 1 - c = {float(e[k].min()):.3g} < {O.E_MIN:g}: "
                              "gamma = c/(1-c) exceeds the double range (1 - c decays geometrically, ratio "
                              f"{rate:.6g} a layer)")
     return list((new.c + new.e - e) / e)
@@ -270,7 +270,7 @@ def _affine(ops, state, new, tol, backend, rest):
     below 10^-(dps+5) (mpmath: the next terms are O(c) relative) and stays fixed (a norm after φ resets it). Then
     1 − c = e/(1 + β)^k exactly, with no fixed point for ~1/β layers: the iteration would walk every layer
     (gelu + RMSNorm after φ at L = 1e5, σ_w = 1e-320: 27 s a precision). Returns the mask and β = (c' − c)/e'."""
-    if not isinstance(ops[0], S.Act):
+    if not isinstance(ops[0], O.Act):
         return False, None
     if backend != "numpy":   # the map's next terms are O(c) relative: c_L ~ c + rest·β must be below the precision
         beta = (new.c - state.c) / new.e
@@ -279,7 +279,7 @@ def _affine(ops, state, new, tol, backend, rest):
     q_old, q_new = np.asarray(state.q, float), np.asarray(new.q, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         beta = (np.asarray(new.c, float) - state.c) / new.e
-    return (q_old < S.Q_LINEAR) & (q_old == q_new) & (beta > 0), beta
+    return (q_old < gauss.Q_LINEAR) & (q_old == q_new) & (beta > 0), beta
 
 
 def _affine_tail(new, beta, rest, backend, last):
@@ -303,7 +303,7 @@ def _steffensen(step, state, tol, rest, start=None):
     x0, rho = (state if start is None else start), None
 
     def at(x, v):
-        return S.State(x.q, 1 - v, v, x.m) if k == "e" else S.State(x.q, v, 1 - v, x.m)
+        return O.State(x.q, 1 - v, v, x.m) if k == "e" else O.State(x.q, v, 1 - v, x.m)
     for _ in range(12):
         # extrapolate the smaller of c and e = 1 − c (both are carried): c near 1 set as 1 − c left e with the error
         # of c divided by e (gelu + RMSNorm after φ at σ_w = 9.99, γ = 232: 1.8e-11 off on NumPy)
@@ -343,7 +343,7 @@ def _block_step(ops, backend, free):
         for op in ops:
             with np.errstate(over="ignore", under="ignore"):
                 st = op.map(st, backend)
-        return S.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
+        return O.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
             if free else st
     return step
 
@@ -353,7 +353,7 @@ def _np_hint(activation, norm, placement, a, sigma_w, B, state, free, rest):
     mpmath Steffensen iteration, which then needs 2-3 maps instead of ~15 (gelu + RMSNorm after φ at σ_w = 4.5:
     0.4-0.8 s a map). None where the NumPy maps leave their range or do not converge."""
     step = _block_step(block(activation, norm, placement, float(a), float(sigma_w), B, "numpy"), "numpy", free)
-    x = S.State(*(np.float64(float(v)) for v in (state.q, state.c, state.e, state.m)))
+    x = O.State(*(np.float64(float(v)) for v in (state.q, state.c, state.e, state.m)))
     converged, _, c, _, _ = _np_fixed_points(lambda i: step, x, rest, 64 * np.finfo(float).eps)
     return mpmath.mpf(float(c)) if converged else None
 
@@ -365,7 +365,7 @@ def _np_fixed_points(point_step, state, rest, tol=16 * np.finfo(float).eps):
     shape = np.shape(state.c)
     out = [np.zeros(shape, bool)] + [np.array(np.broadcast_to(getattr(state, k), shape), float) for k in "qcem"]
     for i in np.ndindex(shape):
-        x = S.State(*(np.float64(np.asarray(getattr(state, k), float)[i] if np.ndim(getattr(state, k)) else
+        x = O.State(*(np.float64(np.asarray(getattr(state, k), float)[i] if np.ndim(getattr(state, k)) else
                                  getattr(state, k)) for k in "qcem"))
         try:
             with np.errstate(all="ignore"):
@@ -423,25 +423,25 @@ def _srelu_path(L, a, sigma_w, backend, where, last):
     mp = backend == "mpmath"
     if mp:
         kappa, tol = 1 / mpmath.sqrt(2 * mpmath.pi), mpmath.mpf(10) ** (2 - mpmath.mp.dps)
-        state = S.input_state("mpmath")
+        state = O.input_state("mpmath")
     else:
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
         kappa, tol = np.full(a.shape, KAPPA_1), 4 * np.finfo(float).eps
-        state = S.State(np.ones(a.shape), np.zeros(a.shape), np.ones(a.shape), np.zeros(a.shape))
+        state = O.State(np.ones(a.shape), np.zeros(a.shape), np.ones(a.shape), np.zeros(a.shape))
     sqrt = mpmath.sqrt if mp else np.sqrt
     out, prev, ratio = [], None, None
     for layer in range(L):
-        if not mp and layer and np.any(S.SHIFT_CANCEL * np.abs(kappa - KAPPA_1) < kappa):
+        if not mp and layer and np.any(O.SHIFT_CANCEL * np.abs(kappa - KAPPA_1) < kappa):
             raise _ShiftCancels
-        new = S.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
+        new = O.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
         with np.errstate(over="ignore", divide="ignore"):
             k_new = kappa / sigma_w / sqrt(new.q)
-        new = S.State(1 + 0 * new.q, new.c, new.e, 0 * new.m)
+        new = O.State(1 + 0 * new.q, new.c, new.e, 0 * new.m)
         if not mp:
             if not np.all(np.isfinite(k_new)):
                 raise NumericalError(f"{where} at layer {layer + 2}: the shift dominates (shift/rms > 1e308): "
                                      "1 - c < 1e-300, gamma exceeds the double range")
-            S.check_state(new, f"{where} at layer {layer + 1}")
+            O.check_state(new, f"{where} at layer {layer + 1}")
         out.append(new.gamma)
         rest = L - layer - 1
         if not rest:
@@ -452,7 +452,7 @@ def _srelu_path(L, a, sigma_w, backend, where, last):
                     else _homogeneous_gammas(rest, 0.0 * a, (new.c, new.e)))
             out += [tail] if mp else tail
             break
-        if layer and np.all(_stationary(S.State(kappa, state.c, state.e, 0), S.State(k_new, new.c, new.e, 0), tol)):
+        if layer and np.all(_stationary(O.State(kappa, state.c, state.e, 0), O.State(k_new, new.c, new.e, 0), tol)):
             out += [new.gamma] * rest
             break
         ratio = new.e / state.e if layer else None
@@ -474,17 +474,17 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
     NumPy: raises NumericalError where 1 − c leaves the double range or the state leaves a route's range."""
     if backend == "numpy":
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
-    if activation == "srelu" and norm not in (None, "none"):
+    if activation == "srelu" and norm != "none":
         # φ(x) = relu(x) − k with k ∝ the nominal input sd (σ_w, or 1 after a pre-norm) is homogeneous in (x, k) and
         # every norm removes the scale: γ does not depend on σ_w (σ_w = 1 exactly; no overflow at σ_w = 1e308)
         sigma_w = np.ones(np.shape(sigma_w)) if backend == "numpy" else mpmath.mpf(1)
     ops = block(activation, norm, placement, a, sigma_w, B, backend)
     if backend == "numpy" and _fast_homogeneous(ops):
         try:
-            return _homogeneous_gammas(L, {"relu": 0.0, "identity": 1.0}.get(activation, a) + 0 * sigma_w)
+            return _homogeneous_gammas(L, acts.get(activation).slope_at(a) + 0.0 * sigma_w)
         except NumericalError as exc:
             raise NumericalError(f"{where}: {exc}") from None
-    if activation == "srelu" and norm in (None, "none"):
+    if activation == "srelu" and norm == "none":
         try:
             return (_srelu_points(L, a, sigma_w, where, last) if backend == "numpy"
                     else _srelu_path(L, a, sigma_w, backend, where, last))
@@ -496,9 +496,9 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             return routed
     # a norm first in the block is scale-invariant on a Dense output (m = 0): q is reset to 1 after every block, so
     # σ_w² q may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ
-    free = _scale_free(ops) or isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm))
-    state = S.Dense(None, sigma_w).map(S.input_state(backend), backend)
-    if isinstance(ops[0], (S.LayerNorm, S.RMSNorm, S.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
+    free = _scale_free(ops) or isinstance(ops[0], (O.LayerNorm, O.RMSNorm, O.BatchNorm))
+    state = O.Dense(None, sigma_w).map(O.input_state(backend), backend)
+    if isinstance(ops[0], (O.LayerNorm, O.RMSNorm, O.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
         state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
 
@@ -515,7 +515,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
             if backend == "numpy":
                 if np.any(done):      # a point at its fixed point stays there: the array call = the scalar call
                     new = _freeze(new, done, frozen)
-                S.check_state(new, f"{where} at layer {layer + 1}")
+                O.check_state(new, f"{where} at layer {layer + 1}")
             out.append(new.gamma)
             rest = L - layer - 1
             if layer:
@@ -567,7 +567,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
                 if not hinted:        # once: from the double-precision fixed point, if there is one
                     hinted, c = True, _np_hint(activation, norm, placement, a, sigma_w, B, new, free, rest)
                     if c is not None:
-                        fixed = _steffensen(step, new, tol, rest, S.State(new.q, c, 1 - c, new.m))
+                        fixed = _steffensen(step, new, tol, rest, O.State(new.q, c, 1 - c, new.m))
                 if fixed is None and abs(ratio - 1) < 0.05 and not plain:
                     # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
                     # later (each retry cost up to 24 maps: silu + RMSNorm after φ at L = 100 took > 200 s)
@@ -596,7 +596,7 @@ def _mehler_split(L, activation, norm, placement, a, sigma_w, B, backend, where,
         if not 0 < q <= mehler.Q_MAX:
             return None
         return [c / (1 - c) for c in mehler.mp_path(activation, q, L, last)]
-    small = (q >= S.Q_LINEAR) & (q <= mehler.Q_MAX)
+    small = (q >= gauss.Q_LINEAR) & (q <= mehler.Q_MAX)
     if not small.any():
         return None
     out = [np.empty(a.shape) for _ in range(1 if last else L)]
@@ -634,7 +634,7 @@ def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma")
     if _kind(activation, norm, placement) == "zero":
         return mpmath.mpf(0)
     if _fast_homogeneous(block(activation, norm, placement, a, sigma_w, None, "mpmath")):
-        return _mp_homogeneous_gamma(L, {"relu": 0, "identity": 1}.get(activation, a))
+        return _mp_homogeneous_gamma(L, acts.get(activation).slope_at(a))
     return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
                 where, last=True)[-1]
 
@@ -643,7 +643,7 @@ def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma")
 def exact_gamma(L, activation, norm, placement):
     """The nested closed form of γ_L (SymPy) for the closed-form activations: the ops' SymPy maps composed."""
     ops = block(activation, norm, placement, a_, sw_, shift_backend="sympy")
-    state = S.Dense(None, sw_).sym(S.input_state("sympy"))
+    state = O.Dense(None, sw_).sym(O.input_state("sympy"))
     for _ in range(L):
         for op in ops:
             state = op.sym(state)
@@ -682,14 +682,14 @@ def _kernel(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma"):
 def _corr_kernel(activation, c, a):
     """k_s(c) without cancellation: for c >= 0, c + r(sin t − t c)/π (t = arccos c); for c < 0, with
     u = arccos(−c) = π − t, c(1 − r) + r(sin u − u cos u)/π (→ 0 smoothly as c → −1 for ReLU)."""
-    s = {"relu": 0.0, "identity": 1.0}.get(activation, a)
+    s = acts.get(activation).slope_at(a)
     c, s = np.broadcast_arrays(np.asarray(c, float), np.asarray(s, float))
-    r = S.slope_ratio(s)
+    r = O.slope_ratio(s)
     t = np.arccos(np.clip(c, -1, 1))
     u = np.arccos(np.clip(-c, -1, 1))
     pos = c + r * (np.sin(t) - t * c) / np.pi
     h = np.hypot(1.0, s)
-    neg = c * (2 * (s / h) / h) + r * S.sin_minus_tcos(u) / np.pi   # 1 − r = 2s/(1 + s²), no cancellation near r = 1
+    neg = c * (2 * (s / h) / h) + r * O.sin_minus_tcos(u) / np.pi   # 1 − r = 2s/(1 + s²), no cancellation near r = 1
     return np.where(c >= 0, pos, neg)
 
 
@@ -709,7 +709,7 @@ L_PARAM = Param("L", "integer", "number of hidden layers", structural=True, mini
 ACT = Param("activation", "choice", "activation function", choices=acts.names())
 A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
 SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the papers' "
-           "Kaiming setting (igbsym.spec.SIGMA_W)", default=S.SIGMA_W)
+           "Kaiming setting (igbsym.spec.SIGMA_W)", default=O.SIGMA_W)
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
 B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),   # B is integer: kept unevaluated

@@ -15,7 +15,7 @@ from scipy import special
 from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv, ndtri_nearer, ndtri_symmetric
-from ..spec import SIGMA_W as KAIMING
+from ..ops import SIGMA_W as KAIMING
 from ..registry import get, register
 
 IGB = "igb-initial-guessing-bias.txt"

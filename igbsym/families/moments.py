@@ -17,10 +17,10 @@ import sympy as sp
 from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import get, register
-from ..residual import resnet_ops
 from .resnet import L_NESTED, RANGE
-from ..sensitivity import chi_path
-from ..spec import HOMOGENEOUS, SIGMA_W, Act, mlp_ops
+from ..engine import chi_path
+from ..ops import SIGMA_W, Act, State
+from ..spec import mlp_ops, resnet_ops
 
 LABATIE = "moments-well-behaved-vs-pathological.txt"
 ARCHITECTURES = ("vanilla", "bn_feedforward", "resnet", "bn_resnet")
@@ -42,7 +42,7 @@ register(ClosedForm(
 
 def sensitivity_ops(L, architecture, activation, alpha, a, sigma_w):
     """The ops of the four architectures of Labatie Secs. 5–7 (full-batch BN)."""
-    return {"vanilla": lambda: mlp_ops(L, activation, None, "pre", a, sigma_w),
+    return {"vanilla": lambda: mlp_ops(L, activation, "none", "pre", a, sigma_w),
             "bn_feedforward": lambda: mlp_ops(L, activation, "batchnorm", "pre", a, sigma_w),
             "resnet": lambda: resnet_ops(L, activation, alpha, "none", "pre", "linear-first", a, sigma_w),
             "bn_resnet": lambda: resnet_ops(L, activation, alpha, "batchnorm", "pre", "linear-last", a, sigma_w),
@@ -76,7 +76,7 @@ def sensitivity_case(L, architecture, activation):
 def _quadrature_per_layer(case) -> bool:
     """vanilla / resnet with an activation that has no closed-form moments: q changes every layer, so every layer
     is a fresh quadrature (nested for sigmoid, gelu, silu), and the path has no fixed point to stop at."""
-    return (case.get("activation") not in HOMOGENEOUS and case.get("activation") != "srelu"
+    return (not Act(case.get("activation")).closed_form
             and case.get("architecture") in ("vanilla", "resnet"))
 
 
@@ -104,7 +104,7 @@ register(ClosedForm(
 
 def poincare_ratio(activation, a=a_):
     """p = E[φ'(Z)²]/Var[φ(Z)], Z ~ N(0, 1), for φ(x) = x⁺ − s x⁻ (srelu: a shifted ReLU, s = 0)."""
-    s = sp.S.Zero if activation == "srelu" else (a if activation == "leaky_relu" else sp.Integer(HOMOGENEOUS[activation]))
+    s = a if activation == "leaky_relu" else sp.Integer(Act(activation).slope)
     return ((1 + s**2) / 2) / ((1 + s**2) / 2 - (1 - s) ** 2 / (2 * sp.pi))
 
 
@@ -112,7 +112,7 @@ def _homogeneous_excess(activation, a):
     """p - 1 = (1 - s)²/(π (1 + s²) - (1 - s)²) for φ(x) = x⁺ − s x⁻, without overflow or cancellation at any slope:
     numerator and denominator divided by m² (m = max(1, |s|), t = s/m), the denominator written as the quadratic
     (π - 1)(t² + 1/m²) + 2t/m >= (π - 2)(t² + 1/m²) >= π - 2 (|t| = 1 or m = 1), so nothing cancels."""
-    s = np.asarray(a if activation == "leaky_relu" else (0.0 if activation == "srelu" else HOMOGENEOUS[activation]),
+    s = np.asarray(a if activation == "leaky_relu" else Act(activation).slope,
                    dtype=float)
     m = np.maximum(1.0, np.abs(s))
     t = s / m
@@ -131,24 +131,23 @@ def _homogeneous_kernel(kind):
 
 
 def _numeric_p(activation, backend):
-    from ..sensitivity import act_noise_factor
     op = Act(activation)
 
     def np_fn(a):
         """p does not depend on a for a smooth activation: one scalar evaluation, broadcast (an array call then
         equals the scalar call bit for bit; the quadrature's matrix product rounds differently by batch size)."""
         var = get("activation.var").numpy(activation=activation, sigma=1.0)
-        return np.full(np.shape(a), float(act_noise_factor(op, np.ones(()), "numpy")) / float(var))
+        return np.full(np.shape(a), float(op.noise(State(np.ones(()), 0.0, 1.0, 0.0), "numpy")) / float(var))
 
     def mp_fn(a):
         var = get("activation.var").mp(mpmath.mp.dps, activation=activation, sigma=1, a=a)
-        return act_noise_factor(op, mpmath.mpf(1), "mpmath") / var
+        return op.noise(State(mpmath.mpf(1), 0, 1, 0), "mpmath") / var
     return np_fn if backend == "numpy" else mp_fn
 
 
 def _rate_case(kind):
     def case(activation):
-        if activation in HOMOGENEOUS or activation == "srelu":
+        if Act(activation).closed_form:
             p = poincare_ratio(activation)
             return sp.simplify(sp.log(p) / 2 if kind == "rate" else (p - 1) / 2)
         np_p, mp_p = _numeric_p(activation, "numpy"), _numeric_p(activation, "mpmath")

@@ -59,7 +59,7 @@ from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provena
 from ..functions import Phi, PhiInv, mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from ..numerics import row_dot
 from ..registry import register
-from .maxpool import gumbel_gauss_rule, quantile_at_gumbel
+from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
 
 IGB = "igb-initial-guessing-bias.txt"
 C_MAX = 10_000

@@ -13,7 +13,7 @@ from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
 from ..functions import mp_ncdf
-from ..gaussian import mp_split_expect, split_expect, split_var
+from ..gauss import mp_split_expect, split_expect, split_var
 from ..numerics import power_product
 from ..registry import register
 
@@ -407,6 +407,14 @@ _EXACT_VAR = {
     "leaky_relu": sp.factor((1 + a**2) * _s**2 / 2 - (1 - a)**2 * _s**2 / (2 * sp.pi)),
     "identity": _s**2, "erf": 2 * sp.asin(2 * _s**2 / (1 + 2 * _s**2)) / sp.pi,
 }
+for _name in acts.homogeneous_names():      # any other φ = x⁺ − s x⁻ with a fixed slope s (e.g. abs, s = −1)
+    _slope = acts.get(_name).slope
+    if _name not in _EXACT_MEAN and _slope != "a":
+        _EXACT_MEAN[_name] = (1 - _slope) * _s / sp.sqrt(2 * sp.pi)
+        _EXACT_VAR[_name] = sp.factor(((1 + _slope**2) / sp.Integer(2) - (1 - _slope) ** 2 / (2 * sp.pi)) * _s**2)
+        _EXACT_MEAN_NP[_name] = (lambda t: lambda s, a: (1 - t) * s * _SQ2PI_INV)(_slope)
+        _EXACT_VAR_NP[_name] = (lambda t: lambda s, a: power_product(
+            [(s, 2)], (1 + t * t) / 2 - (1 - t) ** 2 / (2 * np.pi)))(_slope)
 ACTIVATION = Param("activation", "choice", "activation function", choices=acts.names())
 A_DEFAULT = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
 _x = sp.Symbol("x", real=True)

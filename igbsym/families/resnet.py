@@ -1,7 +1,7 @@
 """Residual MLPs x_{l+1} = x_l + α·F_l(x_l): γ after L blocks and the one-block correlation map.
 
 New theory (no seed paper has it; igb-initial-guessing-bias.txt App. I.2 measures IGB in ResNets): the trunk state
-(q, c, e = 1 − c, m) of igbsym/spec.py maps through a block by igbsym/residual.py's law, derived in
+(q, c, e = 1 − c, m) of igbsym/spec.py maps through a block by igbsym/ops/residual.py's law, derived in
 derivations/resnet.py. Architecture: N(0, I) data → Dense(σ_w) embedding → L blocks → linear readout, He-type
 weights N(0, σ_w²/fan_in), no biases. Block order 'linear-first': F = Dense → [norm if pre] → φ → [norm if post]
 (the branch ends in φ: its layer mean m_F = E φ feeds the trunk mean); 'linear-last': F = [norm] → φ → Dense
@@ -17,8 +17,9 @@ from .. import activations as acts
 from ..errors import NumericalError
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
-from ..residual import BLOCKS, NORMS, resnet_ops, residual_block, trunk_states
-from ..spec import HOMOGENEOUS, SHIFT_CANCEL, SIGMA_W, Act, BatchNorm, LayerNorm, RMSNorm, State, compose
+from ..engine import states as trunk_states
+from ..ops import SHIFT_CANCEL, SIGMA_W, Act, Residual, State, compose
+from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
@@ -55,7 +56,7 @@ def _shift_cancels(ops, states) -> bool:
     block moments, is known to a few ulp only (α = 2.6e-123, σ_w = 1 + 2.4e-11: γ was 3.5e-6 off)."""
     for op, s in zip(ops[1:], states):
         head = op.block[:[isinstance(b, Act) for b in op.block].index(True)]
-        if head and isinstance(head[-1], (BatchNorm, LayerNorm, RMSNorm)):
+        if head and head[-1].degree == 0:     # a norm right before φ: q_φ = 1 exactly
             continue
         q = compose(head, s, "numpy")[-1].q if head else s.q
         if SHIFT_CANCEL * abs(np.sqrt(float(q)) - 1) < 1:   # E φ = (√q_φ − 1)/√(2π): shift/|E φ| > 64
@@ -100,13 +101,13 @@ def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"
     1-d quadrature per block)."""
     if acts.get(activation).odd:
         return sp.S.Zero
-    closed = activation in HOMOGENEOUS or activation == "srelu"
+    closed = Act(activation).closed_form
     if closed and L <= L_EXACT and norm == "none":
         s = trunk_states(resnet_ops(L, activation, alpha_, norm, placement, order, a_, sw_), "sympy")[-1]
         return sp.simplify(s.c / s.e)
     return NumericRoute(_gamma_np(L, activation, norm, placement, order),
                         _gamma_mp(L, activation, norm, placement, order),
-                        f"{L}-fold composition of the residual block map (igbsym/residual.py)", ROUTE_ERROR,
+                        f"{L}-fold composition of the residual block map (igbsym/ops/residual.py)", ROUTE_ERROR,
                         sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
 
 
@@ -145,7 +146,6 @@ register(ClosedForm(
 def corr_map_expr(activation):
     """c' after one linear-first block without norm, from the trunk state q = 1, c, e = 1 − c, mean m (SymPy)."""
     block = residual_block(activation, "none", "pre", "linear-first", a_, sw_)
-    from ..residual import Residual
     out = Residual(alpha_, block).sym(State(sp.S.One, c_, 1 - c_, m_, False))
     return sp.simplify(out.c)
 
@@ -155,7 +155,7 @@ register(ClosedForm(
                        "layer mean m (in units of sqrt(q)) to the next c: the arc-cosine map plus the skip path.",
     (Param("c", "real", "shared fraction c = gamma/(1+gamma) of the trunk"),
      Param("m", "real", "trunk layer mean E[x_i] in units of sqrt(E[x_i^2])"),
-     Param("activation", "choice", "positively homogeneous activation", choices=tuple(HOMOGENEOUS)), ALPHA, A, SW),
+     Param("activation", "choice", "positively homogeneous activation", choices=acts.homogeneous_names()), ALPHA, A, SW),
     Provenance(SOURCE, "Sec. 6 (residual propagation; no formula in the seeds)",
                "new: derivations/resnet.py; homogeneity makes the map independent of q once m is in units of sqrt(q)"),
     builder=corr_map_expr,

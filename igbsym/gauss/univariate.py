@@ -1,23 +1,33 @@
-"""Gaussian expectations E[f(σZ)], Z ~ N(0, 1), for activations with no closed form.
+"""One-dimensional Gaussian expectations E[f(σZ)], Z ~ N(0, 1): of any integrand, and the moments of an activation.
 
-NumPy route: composite 8-point Gauss–Legendre on z ∈ [−13, 13] (the tail mass beyond is < 1e-38) with panel
-width h = min(0.05, 0.4/σ) (``expect``), or with a σ-independent cost (``split_expect``, used by the activation
-moments): the fixed z-grid for σ <= 8, the x-grid of the remainder beyond a closed-form far field for σ > 8. tanh, sigmoid and silu have poles at distance π/(2σ) from the real z axis, so a
-panel-to-pole ratio ≥ π/0.8 makes the 8-point rule's error ≲ 1e-15 per unit mass; GELU is entire. Stated
-bound (checked against the mpmath route in tests): relative error ≤ 1e-12 for σ ≤ 100.
-mpmath route: ``mpmath.quad`` (tanh–sinh) at the working precision with breakpoints every σ-independent unit
-of x, the reference; ``mp_split_expect`` the same far-field split as ``split_expect`` for σ > 8 (cost independent
-of σ). ``split_var``: the variance from the split without overflow.
+Generic integrands. NumPy: composite 8-point Gauss–Legendre on z ∈ [−13, 13] with panels h = min(0.05, 0.4/σ)
+(``expect``), or at a cost independent of σ (``split_expect``): the fixed z-grid for σ <= 8, the x-grid of the
+remainder beyond a closed-form far field for σ > 8. tanh, sigmoid and SiLU have poles at distance π/(2σ) from
+the real z axis, so a panel-to-pole ratio >= π/0.8 makes the rule's error <= 1e-15 per unit mass; GELU is entire.
+mpmath: ``mp_expect`` (mpmath.quad with σ-independent breakpoints, the reference) and ``mp_split_expect``.
+Activation moments (u ~ N(0, q)): ``moments_np`` (E φ, E φ²) on ``kink_nodes`` (cost independent of q),
+``moments_mp`` (E φ, E φ², Var φ, the small-noise and Mehler constants) on the fixed mpmath rules, and
+``derivative_moment_np/_mp`` (E φ'(u)², the noise factor of Labatie's sensitivity).
+Stated bound (checked against mpmath in tests): relative error <= 1e-12 for σ <= 100 (activation moments: q <= 1e300).
 """
 from __future__ import annotations
+
+import math
+from functools import lru_cache
 
 import mpmath
 import numpy as np
 
-from .numerics import composite_gauss_legendre, normal_nodes, row_dot
+from .. import activations as acts
+from ..errors import NumericalError
+from ..numerics import row_dot
+from .rules import X_KINK, composite_gauss_legendre, kink_nodes, mp_gauss, mp_level, normal_nodes
 
+Q_MAX = 100.0          # the fixed mpmath rules' range in q (beyond: mpmath.quad); also the nested route's range
+Q_MAX_1D = 1e300       # the one-level moments' range in q: beyond it φ(√q z)² overflows on the z-grid
+SMALL_SD = 1e-3        # below this √q, E φ(√q Z) is its Taylor series φ(0) + φ''(0)q/2 + φ''''(0)q²/8
 
-ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
+EXPECT_ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
 
 
 def expect(f, sigma, *args, chunk: int = 4096):
@@ -125,3 +135,72 @@ def mp_expect(f, sigma, scale=1):
     pts = sorted(set(pts + [mpmath.mpf(t) for t in range(-8, 9)]), key=lambda v: v)
     dens = _mp_density(sigma)
     return mpmath.quad(lambda x: f(x) * dens(x) / scale, pts) * scale
+
+
+def check_q(q, q_max=Q_MAX_1D, route="quadrature"):
+    if not np.all(np.isfinite(q)) or np.any(q > q_max):
+        bad = np.asarray(q)[~(np.isfinite(q) & (q <= q_max))].flat[0]
+        raise NumericalError(f"the second moment q = {bad:.3g} entering a smooth activation is outside the "
+                             f"{route} route's range q <= {q_max:g} (sigma_w too large for this depth)")
+
+
+def moments_np(name, a, q):
+    """(M, S) = (E φ(u), E φ(u)²), u ~ N(0, q), vectorised over q."""
+    f = acts.get(name).numpy
+    q = np.asarray(q, float)
+    check_q(q)
+    M, S = np.empty(q.shape), np.empty(q.shape)
+    a = np.broadcast_to(np.asarray(a, float), q.shape)
+    for i in np.ndindex(q.shape):
+        sd = math.sqrt(q[i])
+        z, w = kink_nodes(sd)
+        y = f(sd * z, a[i], 0.0)
+        M[i] = 0.0 if acts.get(name).odd else y @ w
+        S[i] = (y * y) @ w
+    return M, S
+
+
+
+@lru_cache(maxsize=None)
+def moments_mp(name, a, q, dps, which):
+    """Gaussian moments of φ on u ~ N(0, q) at ``dps`` digits, cached (at a fixed q, after a norm or at q's fixed
+    point, every layer reuses them): ``which`` = "MS": (E φ, E φ²); "V": Var φ(u); "taylor": (A, C) =
+    (E φ'(u)², E φ''(u)²/2), the constants of the small-noise series V = s²A − s⁴C (the 2-term Taylor series in the
+    noise sd s, averaged over μ ~ N(0, q − s²) and expanded in s² by the heat equation; at c = 0 it is Var φ(√q Z));
+    "mehler": (E φ^(k)(u), k = 1..4), the coefficients of Mehler's series P − M² = Σ_k (cq)^k/k! (E φ^(k)(u))².
+    q <= 100: the fixed rules of ``mp_level``; beyond, mpmath.quad with breakpoints where φ bends (``mp_gauss``).
+    E φ at q < 10^(−dps/2−2): its Taylor series φ(0) + φ''(0)q/2 + φ''''(0)q²/8 (the sum over ±z would cancel)."""
+    fn = acts.get(name).mp
+    f = lambda x: fn(x, a, 0)  # noqa: E731
+    with mpmath.workdps(dps):
+        sd = mpmath.sqrt(q)
+        d = acts.get(name).strip
+        expect = (lambda h: mp_level(h, d, sd)) if q <= Q_MAX else (lambda h: mp_gauss(h, sd))
+        der = acts.derivatives(name, "mpmath")
+        if which == "taylor":
+            return expect(lambda x: der(x)[0] ** 2), expect(lambda x: der(x)[1] ** 2) / 2
+        if which == "mehler":
+            return tuple(expect(lambda x, k=k: der(x)[k]) for k in range(4))
+        if acts.get(name).odd:
+            M = mpmath.mpf(0)
+        elif q < mpmath.mpf(10) ** (-(dps // 2) - 2):
+            _, d2, _, d4 = acts.derivatives(name, "mpmath")(mpmath.mpf(0))
+            M = f(mpmath.mpf(0)) + d2 * q / 2 + d4 * q * q / 8
+        else:
+            M = expect(f)
+        return (M, expect(lambda x: f(x) ** 2)) if which == "MS" else expect(lambda x: (f(x) - M) ** 2)
+
+
+@lru_cache(maxsize=4096)
+def derivative_moment_np(name: str, q: float) -> np.float64:
+    """E[φ'(u)²], u ~ N(0, q), at one q (NumPy, cached: after a norm every layer has the same q)."""
+    d = acts.derivatives(name, "numpy")
+    # panels on φ's x-scale only where it bends: a cost independent of q (the z-grid sized 0.4/√q asked for 1e28
+    # nodes at alpha = 3e26); φ' is constant beyond |x| = X_KINK, where sigmoid' = σ(1 − σ) gave inf/inf = NaN
+    z, w = kink_nodes(math.sqrt(q))
+    return (d(np.clip(math.sqrt(q) * z, -X_KINK, X_KINK))[0] ** 2) @ w
+
+
+def derivative_moment_mp(name: str, q, dps: int):
+    """E[φ'(u)²], u ~ N(0, q), at ``dps`` digits (the fixed rules of ``moments_mp``, cached per q)."""
+    return moments_mp(name, 0, q, dps, "taylor")[0]

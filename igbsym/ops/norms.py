@@ -1,0 +1,125 @@
+"""Normalisation ops without affine part: LayerNorm, RMSNorm (per sample over the layer) and BatchNorm (per unit
+over the data, training mode).
+
+Width-limit maps (norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3, Sec. 4.1.3): LayerNorm centres by the layer
+mean m and scales, (q, c, e, m) → (1, (cq − m²)/(q − m²), eq/(q − m²), 0); RMSNorm scales only, (1, c, e, m/√q);
+full-batch BatchNorm centres and scales each unit over the data, (1, 0, 1, 0); with mini-batches of B the units are
+not Gaussian (the next activation takes its γ from ``bn.gamma_canonical``). Noise factors (Labatie 2019):
+1/(q − m²), 1/q and 1/(eq). All three are scale-invariant (degree 0).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .base import Op, State, fail, is_zero, sqrt
+
+
+def _gaussian_units(s: State, name: str) -> None:
+    if s.bn_batch is not None:
+        fail(f"{name} after a mini-batch BatchNorm has no width-limit map (the units are not Gaussian)")
+
+
+@dataclass(frozen=True)
+class _SampleNorm(Op):
+    """A per-sample normalisation over the layer without affine part: the torch module of the same name."""
+
+    stage = "norm"
+    degree = 0
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return getattr(nn, type(self).__name__)(n, elementwise_affine=False, device=device, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class LayerNorm(_SampleNorm):
+    """nn.LayerNorm without affine part: subtract the per-sample layer mean (→ m), divide by the layer std."""
+
+    def _map(self, s):
+        _gaussian_units(s, "LayerNorm")
+        v = s.q - s.m**2
+        src = s.pool_src and dataclasses.replace(s.pool_src, shift=s.pool_src.shift + s.m * s.pool_src.scale,
+                                                 scale=s.pool_src.scale * sqrt(v))
+        return State(1 + 0 * v, s.spread * s.q / v, s.e * s.q / v, 0 * v, s.gaussian, None, src)
+
+    sym = numpy = mp = _map
+
+    def noise(self, s, backend="numpy"):
+        return 1 / (s.q - s.m**2)
+
+
+@dataclass(frozen=True)
+class RMSNorm(_SampleNorm):
+    """nn.RMSNorm without affine part: divide by the per-sample root mean square (→ √q); keeps the mean."""
+
+    def _map(self, s):
+        _gaussian_units(s, "RMSNorm")
+        r = sqrt(s.q)
+        src = s.pool_src and dataclasses.replace(s.pool_src, scale=s.pool_src.scale * r)
+        return State(1 + 0 * s.q, s.c, s.e, s.m / r, s.gaussian, None, src, s.d)
+
+    sym = numpy = mp = _map
+
+    def noise(self, s, backend="numpy"):
+        return 1 / s.q
+
+
+@dataclass(frozen=True)
+class BatchNorm(Op):
+    """nn.BatchNorm1d in training mode without affine part; B None/'full' = full batch, else mini-batches of B."""
+
+    B: object = None
+    stage = "norm"
+    degree = 0
+
+    def __post_init__(self):
+        if self.B == "full" or (self.B is not None and not isinstance(self.B, sp.Basic)
+                                and np.all(np.isinf(np.asarray(self.B, float)))):
+            object.__setattr__(self, "B", None)
+
+    def _map(self, s, one, zero):
+        _gaussian_units(s, "BatchNorm")
+        return State(one, zero, one, zero, self.B is None, self.B)
+
+    def sym(self, s):
+        return self._map(s, sp.S.One, sp.S.Zero)
+
+    def numpy(self, s):
+        shape = np.broadcast(np.asarray(s.q), np.asarray(s.c)).shape
+        return self._map(s, np.ones(shape), np.zeros(shape))
+
+    def mp(self, s):
+        return self._map(s, mpmath.mpf(1), mpmath.mpf(0))
+
+    def torch(self, n, device=None, dtype=None):
+        from torch import nn
+        return nn.BatchNorm1d(n, affine=False, track_running_stats=False, device=device, dtype=dtype)
+
+    def batched(self, h, take):
+        """Per init, over consecutive mini-batches of B rows (one module call for all inits and batches)."""
+        n_init, n, width = h.shape
+        b = int(self.B)
+        y = h.reshape(n_init, n // b, b, width).permute(2, 0, 1, 3).reshape(b, -1)
+        y = self.torch(y.shape[1], h.device, h.dtype)(y)
+        return y.reshape(b, n_init, n // b, width).permute(1, 2, 0, 3).reshape(n_init, n, width)
+
+    def noise(self, s, backend="numpy"):
+        """1/(eq): every unit has the data variance eq (Gaussian units, or no centre spread)."""
+        if self.B is not None:
+            fail("sensitivity: mini-batch BatchNorm has no width-limit noise map (use full batch)")
+        if not s.gaussian and not is_zero(s.c):
+            fail("sensitivity: BatchNorm on units with unequal data variances (after an activation with a centre "
+                 "spread) has no width-limit noise map")
+        return 1 / (s.e * s.q)
+
+    @property
+    def rows(self):
+        return self.B
+
+    def full_batch(self, n_data):
+        return BatchNorm(n_data) if self.B is None else self
