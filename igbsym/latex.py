@@ -1,5 +1,5 @@
 """One LaTeX printer for equations, derivation steps and the documents, with one symbol-name table so every
-piece of output uses the papers' notation (DESIGN.md, "Notation"; symbols per form in igbsym/notation.py).
+piece of output uses the papers' notation (docs/ARCHITECTURE.md, "Notation"; symbols per form in igbsym/notation.py).
 
 Typesetting: one type size; long displays are broken across lines by breqn (``dmath*``); sub-expressions that
 cannot break (a long radicand, a long numerator) are named Δ₁, Δ₂ … and defined on their own lines; prose is

@@ -64,7 +64,7 @@ def predict(spec: S.Spec) -> Prediction:
     if not isinstance(spec, S.Spec):
         raise InputError(f"predict: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
     try:
-        gammas = [float(g) for g in layer_gammas(spec.ops, where="predict")]
+        gammas = [float(g) for g in layer_gammas(spec.all_ops(), where="predict")]
     except InputError as exc:
         msg = str(exc)
         raise InputError(msg if msg.startswith("predict") else f"predict: {msg}") from None

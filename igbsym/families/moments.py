@@ -18,7 +18,7 @@ from .. import activations as acts
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import get, register
 from .resnet import L_NESTED, RANGE
-from ..engine import chi_path
+from ..engine import chi_last
 from ..ops import SIGMA_W, Act, State
 from ..spec import mlp_ops, resnet_ops
 
@@ -55,20 +55,20 @@ def _chi_np(L, architecture, activation):
         out = np.empty(alpha.shape)
         for idx in np.ndindex(alpha.shape):
             ops = sensitivity_ops(L, architecture, activation, float(alpha[idx]), float(a[idx]), float(sigma_w[idx]))
-            out[idx] = float(chi_path(ops)[-1][1])
+            out[idx] = float(chi_last(ops))
         return out
     return fn
 
 
 def _chi_mp(L, architecture, activation):
     def fn(alpha, a, sigma_w):
-        return chi_path(sensitivity_ops(L, architecture, activation, alpha, a, sigma_w), "mpmath")[-1][1]
+        return chi_last(sensitivity_ops(L, architecture, activation, alpha, a, sigma_w), "mpmath")
     return fn
 
 
 def sensitivity_case(L, architecture, activation):
     return NumericRoute(_chi_np(L, architecture, activation), _chi_mp(L, architecture, activation),
-                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym/sensitivity.py)",
+                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym/engine: the ops' noise maps)",
                         "rounding only for relu/leaky_relu/identity; composite Gauss-Legendre for E[phi'(u)^2] and the "
                         "spec's quadrature for smooth activations", sp.Symbol("chi_L"))
 

@@ -17,6 +17,7 @@ from .. import activations as acts
 from ..errors import NumericalError
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
+from .. import engine
 from ..engine import states as trunk_states
 from ..ops import SHIFT_CANCEL, SIGMA_W, Act, Residual, State, compose
 from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
@@ -55,7 +56,7 @@ def _shift_cancels(ops, states) -> bool:
     its mean E φ = (√q_φ − 1)/√(2π) is then a difference of nearly equal doubles, and q_φ, a product of rounded
     block moments, is known to a few ulp only (α = 2.6e-123, σ_w = 1 + 2.4e-11: γ was 3.5e-6 off)."""
     for op, s in zip(ops[1:], states):
-        head = op.block[:[isinstance(b, Act) for b in op.block].index(True)]
+        head = op.block[:[b.stage == "act" for b in op.block].index(True)]
         if head and head[-1].degree == 0:     # a norm right before φ: q_φ = 1 exactly
             continue
         q = compose(head, s, "numpy")[-1].q if head else s.q
@@ -71,8 +72,11 @@ def _gamma_np(L, activation, norm, placement, order):
         for idx in np.ndindex(alpha.shape):
             ops = resnet_ops(L, activation, float(alpha[idx]), norm, placement, order, float(a[idx]),
                              float(sigma_w[idx]))
+            if activation != "srelu":
+                out[idx] = float(engine.walk(ops[:1], ops[1:2], L, "numpy", "resnet.gamma", last=True)[-1])
+                continue
             states = trunk_states(ops)
-            if activation == "srelu" and _shift_cancels(ops, states):
+            if _shift_cancels(ops, states):
                 with mpmath.workdps(40):
                     g = _gamma_mp(L, activation, norm, placement, order)(
                         *(mpmath.mpf(float(v[idx])) for v in (alpha, a, sigma_w)))
@@ -87,8 +91,8 @@ def _gamma_np(L, activation, norm, placement, order):
 
 def _gamma_mp(L, activation, norm, placement, order):
     def fn(alpha, a, sigma_w):
-        s = trunk_states(resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w), "mpmath")[-1]
-        return s.c / s.e
+        ops = resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w)
+        return engine.walk(ops[:1], ops[1:2], L, "mpmath", "resnet.gamma", last=True)[-1]
     return fn
 
 

@@ -32,11 +32,15 @@ def arccos_map(c, s):
 
 
 def sin_minus_tcos(t):
-    """sin t − t cos t (NumPy), with its Taylor series for t < 0.1 (no cancellation)."""
+    """sin t − t cos t (NumPy, or a Python float with math), with its Taylor series for t < 0.1 (no cancellation)."""
+    if isinstance(t, float):
+        return _stc_series(t, t * t) if t < 0.1 else math.sin(t) - t * math.cos(t)
     t = np.asarray(t, float)
-    t2 = t * t
-    series = t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
-    return np.where(t < 0.1, series, np.sin(t) - t * np.cos(t))
+    return np.where(t < 0.1, _stc_series(t, t * t), np.sin(t) - t * np.cos(t))
+
+
+def _stc_series(t, t2):
+    return t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
 
 
 def mp_sin_minus_tcos(t):

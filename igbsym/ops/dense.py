@@ -24,6 +24,7 @@ class Dense(Op):
     width_: int | None = None
     sigma_w: object = SIGMA_W
     stage = "pre"
+    keeps_share = True
 
     def _map(self, s):
         return State(self.sigma_w**2 * s.q, s.c, s.e, 0 * s.m)
@@ -35,6 +36,9 @@ class Dense(Op):
 
     def width(self, n):
         return self.width_
+
+    def limit(self):
+        return Dense(None, self.sigma_w)
 
     def shapes(self, n):
         return [(n, self.width_)]
