@@ -151,6 +151,7 @@ def cmd_show(args):
 def cmd_eval(args):
     form = registry.get(args.name)
     values = _parse_assignments(form, args.assignments)
+    form.check(**values)
     if args.dps is not None:
         structural = {p.name: values[p.name] for p in form.structural_params if p.name in values}
         if args.dps > DPS_MAX_NUMERIC and not form.is_exact(**structural):
@@ -316,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--json", action="store_true")
     s.add_argument("--report", default=None)
-    s.set_defaults(func="igbsym.validation.probe:run")
+    s.set_defaults(func="igbsym.validation.probe_report:run")
     return p
 
 

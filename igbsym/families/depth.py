@@ -42,6 +42,9 @@ from .. import activations as acts
 from .. import mehler
 from .. import engine, gauss, spec
 from .. import ops as O
+import dataclasses
+
+from .. import params as P
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
 
@@ -204,12 +207,12 @@ DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
            r"(u, u') \sim \mathcal{N}\left(0, q_l\begin{pmatrix}1 & c_l\\ c_l & 1\end{pmatrix}\right)"
            r"\quad\text{(norm placements: see summary)}")
 L_PARAM = Param("L", "integer", "number of hidden layers", structural=True, minimum=1, maximum=L_MAX)
-ACT = Param("activation", "choice", "activation function", choices=acts.names())
-A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
-SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the papers' "
-           "Kaiming setting (igbsym.spec.SIGMA_W)", default=O.SIGMA_W)
+ACT, A, SW = P.ACTIVATION, P.LEAKY_A, P.SIGMA_W_PARAM
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
+B_USED = dataclasses.replace(B_PARAM, used_when=lambda case: (case.get("norm") == "batchnorm"
+                                                              and case.get("placement", "pre") == "pre"),
+                             used_text="with norm=batchnorm placement=pre only")
 B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),   # B is integer: kept unevaluated
                    "B = inf (full batch) for activations other than relu and the odd ones: the mini-batch law "
                    f"({BN_FORM}) covers relu only", applies=lambda case: _needs_full_batch(case.get("activation")))
@@ -230,9 +233,7 @@ DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the
 register(ClosedForm(
     "depth.gamma", "gamma at the output of an L-hidden-layer MLP (infinite width, N(0, I) data, zero biases, "
                    "Kaiming weights) with an optional norm before (pre) or after (post) each activation.",
-    (L_PARAM, ACT, Param("norm", "choice", "normalisation layer", choices=NORMS, default="none"),
-     Param("placement", "choice", "norm before (pre) or after (post) the activation", choices=PLACEMENTS,
-           default="pre"), A, SW, B_PARAM),
+    (L_PARAM, ACT, P.NORM, P.PLACEMENT, A, SW, B_USED),
     Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE),
     builder=case, kernel=_kernel, display=DISPLAY, accuracy=DEPTH_ACCURACY,
     conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",

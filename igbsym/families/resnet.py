@@ -15,11 +15,14 @@ import sympy as sp
 
 from .. import activations as acts
 from ..errors import NumericalError
+import dataclasses
+
+from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
 from .. import engine
 from ..engine import states as trunk_states
-from ..ops import SHIFT_CANCEL, SIGMA_W, Act, Residual, State, compose
+from ..ops import SHIFT_CANCEL, Act, Residual, State, compose
 from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
@@ -37,15 +40,16 @@ c_ = sp.Symbol("c", real=True)
 m_ = sp.Symbol("m", real=True)
 
 L_PARAM = Param("L", "integer", "number of residual blocks", structural=True, minimum=1, maximum=L_MAX)
-ACT = Param("activation", "choice", "activation function", choices=acts.names())
+ACT = P.ACTIVATION
 ALPHA = Param("alpha", "nonnegative", "branch scale: x + alpha F(x)")
 NORM = Param("norm", "choice", "normalisation inside the branch", choices=NORMS, default="none")
-PLACEMENT = Param("placement", "choice", "norm before (pre) or after (post) the activation (linear-first blocks)",
-                  choices=("pre", "post"), default="pre")
+PLACEMENT = dataclasses.replace(
+    P.PLACEMENT, doc="norm before (pre) or after (post) the activation (linear-first blocks)",
+    used_when=lambda case: case.get("norm", "none") != "none" and case.get("order", "linear-first") == "linear-first",
+    used_text="with a norm in linear-first blocks only")
 ORDER = Param("order", "choice", "branch order: linear-first = Dense, [norm], phi; linear-last = [norm], phi, Dense",
               choices=BLOCKS, default="linear-first")
-A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
-SW = Param("sigma_w", "positive", "Kaiming gain of every Dense: weights N(0, sigma_w^2/fan_in)", default=SIGMA_W)
+A, SW = P.LEAKY_A, P.SIGMA_W_PARAM
 
 ROUTE_ERROR = ("composition of the block maps: rounding only for relu/leaky_relu/identity/srelu (relative error <= "
                "1e-13 L), the quadrature error of igbsym/spec.py per block for smooth activations")

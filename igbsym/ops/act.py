@@ -98,7 +98,9 @@ def _np_homogeneous(op, q, c, e):
     ke = np.maximum(e - r * sin_minus_tcos(t) / np.pi, 0.0)
     spread = S * np_spread_ratio(slope, r, c, kc)                          # P − M² >= 0, shift-invariant
     if op.name != "srelu":
-        return State(S, kc + 0 * S, ke + 0 * S, M + 0 * S, False, d=spread / S)
+        zero = np.zeros(np.shape(S))      # broadcasting by 0·S would turn an overflowed S (|a| > 1e154) into NaN
+        with np.errstate(invalid="ignore"):
+            return State(S, kc + zero, ke + zero, M + zero, False, d=spread / S)
     k = np.asarray(op.shift_value("numpy"), float)
     V, M = S * ke, M - k
     S = (S - (M + k) ** 2) + M * M                                    # Var φ + (E φ)²: a sum of terms >= 0

@@ -34,7 +34,8 @@ import sympy as sp
 
 from ..errors import InputError, NumericalError
 
-E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range
+E_MIN = 2.2250738585072014e-308   # 1 − c below the smallest normal double: γ = c/(1 − c) (<= 4.5e307) would be
+                                   # formed from a subnormal e with fewer than 53 bits
 BACKENDS = ("sympy", "numpy", "mpmath")
 
 
