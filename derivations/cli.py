@@ -3,7 +3,7 @@ igbsym/cli.py, so the core package never imports this one). Arguments are checke
 from __future__ import annotations
 
 from igbsym import derivations, registry
-from igbsym.cli import write_text, writable_dir
+from igbsym.files import writable_dir, write_text
 from igbsym.errors import InputError
 
 from .base import document

@@ -114,6 +114,7 @@ class Param:
                 raise InputError(f"{form}: {self.name}={value!r} is not allowed{hint}; allowed: {self.allowed()}")
             return value
         if self.kind == "integer":
+            self._in_double_range(form, value)
             if self.allow_inf and not isinstance(value, (bool, np.bool_)) and float(value) == float("inf"):
                 return value
             if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
@@ -126,8 +127,16 @@ class Param:
         self.check_array(form, value)
         return value
 
+    def _in_double_range(self, form: str, value) -> None:
+        """A Python integer beyond the double range (e.g. 400 digits) is refused in one line, not an OverflowError."""
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(int(value)) > 2**1023:
+            digits = str(abs(int(value)))
+            shown = f"{'-' if value < 0 else ''}{digits[:4]}...({len(digits)} digits)"
+            raise InputError(f"{form}: {self.name}={shown} exceeds the double range; allowed: {self.allowed()}")
+
     def check_array(self, form: str, value) -> np.ndarray:
         """Validate numeric values (scalar or array) against the kind; return them as a float array."""
+        self._in_double_range(form, value)
         try:
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):

@@ -70,9 +70,12 @@ def block_step(ops, backend, free):
 def unit_scale(st, backend):
     """The state at q = 1 (m divided by √q; a zero m stays exactly 0 whatever q is)."""
     if backend == "numpy":
-        with np.errstate(all="ignore"):
-            m = np.where(np.asarray(st.m) == 0, 0.0, st.m / np.sqrt(st.q))
-        return State(1 + 0 * np.nan_to_num(st.q), st.c, st.e, m if np.ndim(m) else m[()], st.gaussian)
+        if np.all(np.asarray(st.m) == 0):
+            m = st.m
+        else:
+            with np.errstate(all="ignore"):
+                m = np.where(np.asarray(st.m) == 0, 0.0, st.m / np.sqrt(st.q))
+        return State(1 + 0 * np.nan_to_num(st.q), st.c, st.e, m, st.gaussian)
     return State(1 + 0 * st.q, st.c, st.e, st.m if st.m == 0 else st.m / sqrt(st.q), st.gaussian)
 
 
@@ -90,7 +93,7 @@ def np_fixed_points(point_step, state, rest, tol=16 * np.finfo(float).eps):
     """Per point of a NumPy state (any shape): (converged mask, q*, c*, e*, m*) of the block map's fixed point by
     Steffensen's iteration on that point alone (``point_step(i)``: its block map) to ``tol``, so an array call gives
     each point its scalar call's value; a point whose maps leave their range does not converge."""
-    shape = np.shape(state.c)
+    shape = np.broadcast_shapes(*(np.shape(getattr(state, k)) for k in "qcem"))
     out = [np.zeros(shape, bool)] + [np.array(np.broadcast_to(getattr(state, k), shape), float) for k in "qcem"]
     for i in np.ndindex(shape):
         x = State(*(np.float64(np.asarray(getattr(state, k), float)[i] if np.ndim(getattr(state, k)) else
