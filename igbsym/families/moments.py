@@ -17,7 +17,7 @@ import sympy as sp
 from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import get, register
-from .resnet import L_NESTED, RANGE
+from ..params import L_NESTED, RANGE
 from ..engine import chi_last
 from ..ops import Act, State
 from ..spec import mlp_ops, resnet_ops

@@ -18,6 +18,7 @@ from ..errors import NumericalError
 import dataclasses
 
 from .. import params as P
+from ..params import L_NESTED, RANGE
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
 from .. import engine
@@ -28,10 +29,7 @@ from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
 L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
-L_NESTED = 12       # blocks whose smooth phi sees a trunk correlation: a nested quadrature per block (mp: ~1 s at
-                    # 50 digits for silu), and the trunk has no fixed point to stop at, so the depth is capped
 NESTED_ACTS = ("sigmoid", "gelu", "silu")   # smooth, not odd (odd phi: gamma = 0 exactly; srelu: closed form)
-SCALE_MAX = 10**30  # alpha, sigma_w <= 1e30 and sigma_w >= 1e-30: q_F = alpha^2 sigma_w^4 q/2 stays inside the double range
 
 alpha_ = sp.Symbol("alpha", nonnegative=True)
 a_ = sp.Symbol("a", real=True)
@@ -117,14 +115,6 @@ def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"
                         _gamma_mp(L, activation, norm, placement, order),
                         f"{L}-fold composition of the residual block map (igbsym/ops/residual.py)", ROUTE_ERROR,
                         sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
-
-
-RANGE = (Condition(sp.Le(alpha_, SCALE_MAX), "alpha <= 1e30 (the double range of the NumPy route)"),
-         Condition(sp.And(sp.Le(sw_, SCALE_MAX), sp.Ge(sw_, sp.Rational(1, SCALE_MAX))),
-                   "1e-30 <= sigma_w <= 1e30 (the double range of the NumPy route)"),
-         Condition(sp.Le(sp.Abs(a_), SCALE_MAX), "|a| <= 1e30 (the double range of the NumPy route: (1 + a^2) q "
-                                                 "overflowed to NaN at a = -1.8e308)"))
-
 
 
 def _nested_per_block(case) -> bool:
