@@ -446,3 +446,14 @@ def test_shortcuts_equal_the_layer_walk_at_intermediate_depth(act, norm, placeme
                 continue
             got = float(G.numpy(L=L, activation=act, norm=norm, placement=placement, sigma_w=sw))
             assert got == pytest.approx(walk[L - 1], rel=2e-12, abs=0), (sw, L)
+
+
+@pytest.mark.parametrize("act, norm, placement, L", [("gelu", "layernorm", "pre", 70), ("silu", "rmsnorm", "pre", 70)])
+def test_mp_chebyshev_proxy_equals_the_layer_walk(act, norm, placement, L):
+    """At intermediate depth the mpmath route iterates a Chebyshev interpolant of the one-dimensional block map
+    (engine.fixed.chebyshev_tail) instead of a nested quadrature a layer. Reference: the plain layer walk of the ops'
+    mpmath maps at 40 digits (tests/reference.py); the proxy at 30 digits must match it to 1e-26."""
+    with mpmath.workdps(40):
+        ref = layer_walk(act, norm, placement, mpmath.sqrt(2), L, "mpmath")[-1]
+    got = igbsym.get("depth.gamma").mp(30, L=L, activation=act, norm=norm, placement=placement)
+    assert abs(got / ref - 1) < mpmath.mpf("1e-26")
