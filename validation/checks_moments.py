@@ -13,7 +13,7 @@ and finite-width noise of order q_l/n lands on it). A ReLU ResNet without normal
 (± 0.02, D = 256) and an independent NumPy forward/tangent loop at width 1024 (D = 64, 3 inits) gave 1.19, against the width limit 1.61 — the
 limit needs n ≫ 1/e_20 ≈ 2300 and is out of reach, while blocks 1–6 agree to 0.5 % (the thorough run of round 4
 failed there at z = −14). So each architecture's deep test sits at the deepest layer l ≤ depth with
-n_small · e_l ≥ WIDTH_GATE (e_l from the spec's width-limit state map, igbsym.spec.compose, never from the forms
+n_small · e_l ≥ WIDTH_GATE (e_l from the spec's width-limit state map, igbsym.ops.compose, never from the forms
 under test): at n = 128 that is layer 20 for the two BN architectures, 8 for vanilla and 5 for the ResNet.
 """
 from __future__ import annotations

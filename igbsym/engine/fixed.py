@@ -25,24 +25,23 @@ def steffensen(step, state, tol, rest, start=None):
     def at(x, v):
         return State(x.q, 1 - v, v, x.m) if k == "e" else State(x.q, v, 1 - v, x.m)
     for _ in range(12):
-        # extrapolate the smaller of c and e = 1 − c (both are carried): c near 1 set as 1 − c left e with the error
-        # of c divided by e (gelu + RMSNorm after φ at σ_w = 9.99, γ = 232: 1.8e-11 off on NumPy)
+        # extrapolate the smaller of c and e = 1 − c (both are carried): c near 1 set as 1 − c would leave e with
+        # the error of c divided by e
         k = "e" if x0.e < 0.5 else "c"
         x1 = step(x0)
         x2 = step(x1)
         v0, v1, v2 = (getattr(x, k) for x in (x0, x1, x2))
         d1, d2 = v1 - v0, v2 - v1
         if abs(d1) <= tol * abs(v1) and abs(d2) <= tol * abs(v2):
-            # x0 is the fixed point to the working precision (d2 may be a rounding of it: at 30 digits d1 = 0 with
-            # d2 = 1e-31 returned None, and gelu + RMSNorm after φ iterated the layers at 0.4 s each)
+            # x0 is the fixed point to the working precision (d2 may be a rounding of it)
             if rho is None or rest is not None and abs(rho) ** rest * abs(getattr(state, k) - v2) > tol * abs(v2):
                 return None
             return x2
         if d1 == 0:
             return None
         if abs(d1) > RHO_CLEAR * tol * abs(v1):
-            # ρ only from steps clear of rounding: near the fixed point d2/d1 is a ratio of roundings, and an accepted
-            # noise ρ jumped silu + LayerNorm before φ at L = 300 to c* (NumPy 1.9e-9 off; ρ = 0.94, 236 layers left)
+            # ρ only from steps clear of rounding: near the fixed point d2/d1 is a ratio of roundings, and a noise ρ
+            # accepted would jump to c* too early
             rho = d2 / d1
             if not (0 <= abs(rho) < 1 - mpmath.mpf("1e-3")):
                 return None

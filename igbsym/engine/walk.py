@@ -152,7 +152,7 @@ def _compose_walk(head, ops, L, backend, where, last):
                             break
                 if fixed is None and abs(ratio - 1) < 0.05 and not plain:
                     # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
-                    # later (each retry cost up to 24 maps: silu + RMSNorm after φ at L = 100 took > 200 s)
+                    # later (and each attempt costs up to 24 maps)
                     plain, fixed = True, steffensen(step, new, tol, rest)
                 if fixed is not None:
                     out += [fixed.gamma] * (1 if last else rest)
