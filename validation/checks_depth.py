@@ -242,4 +242,36 @@ def check_activations(ctx) -> list:
     return results
 
 
+SCALE = 1.3     # Scale(α) after a unit-gain Dense is a Dense of gain α: depth.gamma(sigma_w = α) predicts it
+
+
+@reusable
+def _scaled(ctx, width, depth, n_inits, n_data, seed):
+    from igbsym.ops import Act, Dense, Scale
+    from igbsym.spec import Spec
+    spec = Spec(width, (Dense(width, 1.0), Scale(SCALE), Act("gelu")) * depth, n_classes=width, sigma_out=1.0)
+    return measure(spec, n_inits, n_data, seed, ctx.device)
+
+
+@register_check("depth_new_ops", forms=["depth.gamma"])
+def check_new_ops(ctx) -> list:
+    """The two ops added to prove that an op or an activation is one module (docs/ARCHITECTURE.md): nets of
+    Dense(1) → Scale(α) → GELU against depth.gamma(gelu, sigma_w = α), and |x| nets against depth.gamma(abs) (the
+    arc-cosine map at slope −1), per layer, by the 1/N extrapolation of two widths."""
+    widths, inits, n_data, _ = plan(ctx)
+    depth = 3 if ctx.quick else 8
+    seed = ctx.seed + 300
+    scaled = {w: _scaled(ctx, w, depth, inits[w], n_data, seed_for(ctx, "depth", "scale", w, seed)) for w in widths}
+    absolute = run_config(ctx, "abs", dict(activation="abs"), depth, seed + 1)
+    form, out = igbsym.get("depth.gamma"), []
+    for l in range(1, depth + 1):
+        pred = float(form.numpy(L=l, activation="gelu", sigma_w=SCALE))
+        out += compare_widths("depth.gamma", f"Scale({SCALE}) + gelu, layer {l}", pred,
+                              {w: ratio(*scaled[w][l]) for w in widths}, widths, seed, inits=inits)
+        pred = float(form.numpy(L=l, activation="abs"))
+        out += compare_widths("depth.gamma", f"abs, layer {l}", pred, {w: ratio(*absolute[w][l]) for w in widths},
+                              widths, seed + 1, inits=inits)
+    return out
+
+
 __all__ = ["measure", "ratio", "Result"]
