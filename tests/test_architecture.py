@@ -229,3 +229,12 @@ def test_mlp_ops_vocabulary_is_one_spelling():
     with pytest.raises(igbsym.InputError, match="allowed: none, batchnorm, layernorm, rmsnorm"):
         mlp_ops(2, "relu", "LN")
     assert mlp_ops(1, "relu", "none") == mlp_ops(1, "relu", None)
+
+
+@pytest.mark.parametrize("sigma_w", [0.05, math.sqrt(2)])
+def test_predict_takes_the_mehler_route_with_scalar_parameters(sigma_w):
+    """predict walks scalar ops; the Mehler route's point mask was a Python bool there (AttributeError)."""
+    spec = NetSpec(None, (None,) * 3, "gelu", norm="rmsnorm", placement="post", sigma_w=sigma_w)
+    ref = [float(igbsym.get("depth.gamma").numpy(L=L, activation="gelu", norm="rmsnorm", placement="post",
+                                                 sigma_w=sigma_w)) for L in (1, 2, 3)]
+    assert predict(spec).gammas == pytest.approx(ref, rel=1e-13)

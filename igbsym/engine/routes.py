@@ -189,6 +189,7 @@ def mehler_split(L, ops, backend, last, walk_rest):
         if not 0 < q <= mehler.Q_MAX:
             return None
         return [c / (1 - c) for c in mehler.mp_path(activation, q, L, last)]
+    q = np.asarray(q, float)
     small = (q >= gauss.Q_LINEAR) & (q <= mehler.Q_MAX)
     if not small.any():
         return None
