@@ -8,8 +8,8 @@ r = (1 − s)²/(1 + s²) (Cho & Saul 2009), with e' = e − r(sin t − t cos t
 activations use the pair moments of ``igbsym.gauss``. After a mini-batch BatchNorm (not Gaussian) the unit's γ is
 ``bn_law.canonical_relu_gamma`` (relu) or 0 (odd φ). Noise factor E φ'(u)² (Labatie 2019).
 Dataset kernel (Lee et al. 2018, Eq. 5; Cho & Saul 2009): k'(a, b) = E φ(u)φ(v), (u, v) ~ N(0, [[v_a, k], [k, v_b]]):
-√(v_a v_b)[(1 + s²)ρ/2 + (1 − s)²(sin t − t cos t)/(2π)], t = arccos ρ, for φ = x⁺ − s x⁻ (srelu: minus κ(M_a + M_b)
-− κ²); (2/π) arcsin(2k/√((1 + 2v_a)(1 + 2v_b))) for erf (Williams 1997); ``gauss.pair_kernel_np`` otherwise.
+(1 − s)²√(v_a v_b) J(ρ) + s k with the arc-cosine J(ρ) = (√(1 − ρ²) + ρ(π − arccos ρ))/(2π), for
+φ = x⁺ − s x⁻ (srelu: minus κ(M_a + M_b) − κ²); (2/π) arcsin(2k/√((1 + 2v_a)(1 + 2v_b))) for erf (Williams 1997); ``gauss.pair_kernel_np`` otherwise.
 """
 from __future__ import annotations
 
@@ -86,17 +86,29 @@ def mp_spread_ratio(slope, r, c, kc):
     return kc - r / mpmath.pi
 
 
+def relu_kernel(rho):
+    """J(ρ) = E[relu(u) relu(v)]/√(E u² E v²) for corr(u, v) = ρ: (√(1 − ρ²) + ρ(π − arccos ρ))/(2π) (Cho & Saul
+    2009), as ρ/2 + (sin t − t cos t)/(2π), t = arccos ρ, for ρ >= 0 and (sin u − u cos u)/(2π), u = arccos(−ρ), for
+    ρ < 0 (no cancellation: J → 0 as ρ → −1). NumPy, elementwise."""
+    rho = np.clip(np.asarray(rho, float), -1.0, 1.0)
+    pos = rho >= 0
+    t = np.arccos(np.abs(rho))
+    return np.where(pos, np.maximum(rho, 0.0) / 2, 0.0) + sin_minus_tcos(t) / (2 * np.pi)
+
+
 def arccos_kernel(k, va, vb, slope):
-    """E[φ(u)φ(v)] for φ = x⁺ − s x⁻, (u, v) ~ N(0, [[va, k], [k, vb]]) (NumPy, elementwise; 0 where va·vb = 0)."""
-    prod = np.sqrt(va * vb)
-    rho = np.clip(np.divide(k, prod, out=np.zeros(np.broadcast(k, prod).shape), where=prod > 0), -1.0, 1.0)
-    t = np.arccos(rho)
-    return prod * ((1 + slope * slope) * rho / 2 + (1 - slope) ** 2 * sin_minus_tcos(t) / (2 * np.pi))
+    """E[φ(u)φ(v)] for φ = x⁺ − s x⁻ = (1 − s) relu(x) + s x, (u, v) ~ N(0, [[va, k], [k, vb]]):
+    (1 − s)² √(va vb) J(ρ) + s k (E[relu(u) v] = k/2 by Stein's lemma); 0 where va·vb = 0. NumPy, elementwise."""
+    prod = np.sqrt(va) * np.sqrt(vb)
+    rho = np.divide(k, prod, out=np.zeros(np.broadcast(k, prod).shape), where=prod > 0)
+    return (1 - slope) ** 2 * prod * relu_kernel(rho) + slope * k
 
 
 def erf_kernel(k, va, vb):
-    """E[erf(u) erf(v)] = (2/π) arcsin(2k/√((1 + 2va)(1 + 2vb))) (Williams 1997, the arcsine kernel)."""
-    return 2 / np.pi * np.arcsin(np.clip(2 * k / np.sqrt((1 + 2 * va) * (1 + 2 * vb)), -1.0, 1.0))
+    """E[erf(u) erf(v)] = (2/π) arcsin(2k/√((1 + 2va)(1 + 2vb))) (Williams 1997, the arcsine kernel), as
+    (2/π) atan2(2k, √(1 + 2va + 2vb + 4(va vb − k²))) (no loss near |arcsin| = π/2). NumPy, elementwise."""
+    k, va, vb = (np.asarray(v, float) for v in (k, va, vb))
+    return 2 / np.pi * np.arctan2(2 * k, np.sqrt(np.maximum(1 + 2 * va + 2 * vb + 4 * (va * vb - k * k), 0.0)))
 
 
 def _np_homogeneous(op, q, c, e):
