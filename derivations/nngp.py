@@ -84,7 +84,8 @@ def _kernels(d: Derivation):
     ref = mpmath.quad(lambda z: phi(L * z) * inner(c * z) * mpmath.npdf(z), [-mpmath.inf, 0, mpmath.inf])
     got = float(igbsym.ops.arccos_kernel(np.float64(kk), np.float64(va), np.float64(vb), 0.3))
     require(abs(got - ref) < 1e-13 * abs(ref), f"leaky kernel by Stein: {got} vs 1-d quadrature {ref}")
-    d.step(f"Checked for leaky_relu (s = 0.3, v_a = 0.7, v_b = 1.9, k = 0.5) against the 1-d integral: {float(ref):.15g}.")
+    d.step(f"Checked for leaky_relu (s = 0.3, v_a = 0.7, v_b = 1.9, k = 0.5) against the 1-d integral: "
+           f"{float(ref):.15g}.")
     A, B, t, k = (sp.Symbol(n, positive=True) for n in ("A", "B", "t", "k"))
     d.step("erf: Price's theorem d/dk E[erf(u) erf(v)] = E[erf'(u) erf'(v)] = (4/pi) E[e^{-u^2-v^2}] = (4/pi)/sqrt(det"
            "(I + 2 Sigma)) = (4/pi)/sqrt(A B - 4 k^2), A = 1 + 2 v_a, B = 1 + 2 v_b, and the value 0 at k = 0:")
@@ -99,7 +100,8 @@ def _kernels(d: Derivation):
 
 
 def _iid_limit(d: Derivation):
-    d.step("The i.i.d. limit: N(0, I_d) data with d -> oo have x_a . x_b / d -> delta_ab, i.e. the data kernel K_0 = I. "
+    d.step("The i.i.d. limit: N(0, I_d) data with d -> oo have x_a . x_b / d -> delta_ab, i.e. the data kernel "
+           "K_0 = I. "
            "With K_0 = I exactly (orthonormal rows scaled to norm sqrt(d)) every op's kernel map reduces to its "
            "width-limit State map (k(a, a) = q, k(a, b) = c q), so the kernel walk must give depth.gamma and "
            "resnet.gamma for any D >= 2:")

@@ -27,9 +27,9 @@ Every convolution and Linear keeps torch's default init (``reset_parameters``) a
 probe sets the biases to zero (the paper's setting).
 - Spec-built models (``SpecFactory``: the ops' own torch modules, weights N(0, σ_w²/fan_in) with the He gain σ_w² = 2,
   no biases), the networks of the data theory's validation (igbsym.nngp; ``spec_ops(name, width, ...)`` gives them
-  at any width): ``mlp-layernorm`` two ReLU layers of 512 with LayerNorm before φ, ``mlp-residual`` a Dense
-  embedding of 256 and two linear-first residual blocks x + F(x), F = Dense → ReLU, ``cnn-linear`` conv(64, k=5,
-  padding 2) → AvgPool2d(2) → conv(64, k=5, padding 2) → AvgPool2d(4) → Linear (CNN-A's linear variant without
+  at any width): ``mlp-layernorm`` two ReLU layers of 512 with LayerNorm after φ (where its centring acts),
+  ``mlp-residual`` a Dense embedding of 256 and two linear-first residual blocks x + F(x), F = Dense → ReLU,
+  ``cnn-linear`` conv(64, k=5, padding 2) → AvgPool2d(2) → conv(64, k=5, padding 2) → AvgPool2d(4) → Linear (CNN-A's linear variant without
   biases), ``cnn-gap`` conv(64, k=3, padding 1) → ReLU → conv(64, k=3, padding 1) → ReLU → global average pool →
   Linear.
 """
@@ -63,7 +63,7 @@ def spec_ops(name: str, width: int, n_classes: int = 2) -> tuple:
         return (O.Flatten(),) + mlp_ops(L, kw.get("activation", "relu"), pool=kw.get("pool"),
                                          widths=(width,) * L) + (O.Dense(n_classes),)
     if name == "mlp-layernorm":
-        body = mlp_ops(2, "relu", "layernorm", "pre", widths=(width, width))
+        body = mlp_ops(2, "relu", "layernorm", "post", widths=(width, width))
     elif name == "mlp-residual":
         body = resnet_ops(2, "relu", 1.0, width=width)
     elif name == "cnn-linear":

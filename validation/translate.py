@@ -6,8 +6,9 @@ with ops (``SpecFactory``, ``MLPFactory``: their ops are used as they are) or an
 ``seed -> nn.Module``, translated from its init 0). Modules in forward order of registration (``nn.Sequential``
 nesting is flattened): Linear, Conv2d (square kernel, equal strides and paddings, zeros padding, no dilation or
 groups), ReLU, LeakyReLU, Tanh, Sigmoid, GELU (exact), SiLU, Identity, LayerNorm, RMSNorm (over all non-batch
-dimensions), AvgPool2d (count_include_pad, floor mode), AdaptiveAvgPool2d(1), Flatten, and the residual blocks built
-by ``igbsym.ops.Residual.torch``. The first other module is named in one line (InputError).
+dimensions), AvgPool2d (count_include_pad, floor mode), AdaptiveAvgPool2d(1), Flatten. Residual blocks enter as ops
+(a ``SpecFactory``, e.g. the built-in ``mlp-residual``): a torch block's skip and scale are not visible layer by
+layer. The first other module is named in one line (InputError).
 Weight laws (the NNGP needs the weight and bias variances, Lee et al. 2018 Sec. 2.2): a stock torch Linear / Conv2d
 is re-initialised by the probe with ``reset_parameters`` (kaiming_uniform with a = √5: Var W = 1/(3 fan_in), bias
 U(±1/√fan_in)), so σ_w² = 1/3 and σ_b² = 1/(3 fan_in) exactly; any other module's weights (a factory's init, a
@@ -31,7 +32,8 @@ from .probe_report import resolve_model
 
 ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Identity: "identity"}
 SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
-             "AdaptiveAvgPool2d(1), Flatten, igbsym residual blocks")
+             "AdaptiveAvgPool2d(1), Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
+             "mlp-residual)")
 
 
 def _law(mod: nn.Module, stock, zero_bias: bool, notes: list, name: str):

@@ -50,7 +50,8 @@ register(ClosedForm(
     kernel=lambda T, M: _ratio("M", "T")(T=T, M=M)))
 
 register(ClosedForm(
-    "nngp.relu_kernel", "The arc-cosine kernel J(rho) = E[relu(u) relu(v)]/sqrt(E u^2 E v^2) of a centred Gaussian pair "
+    "nngp.relu_kernel", "The arc-cosine kernel J(rho) = E[relu(u) relu(v)]/sqrt(E u^2 E v^2) of a centred Gaussian "
+                        "pair "
                         "with correlation rho: every positively homogeneous activation's kernel map is (1 - s)^2 "
                         "sqrt(v_a v_b) J(rho) + s k.",
     (Param("rho", "real", "correlation of the two Gaussian pre-activations"),),

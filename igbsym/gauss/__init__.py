@@ -17,7 +17,8 @@ from .univariate import (EXPECT_ERROR, Q_MAX, Q_MAX_1D, SMALL_SD, check_q, deriv
                          derivative_moment_np, expect, moments_mp, moments_np, mp_expect, mp_split_expect,
                          split_expect, split_var)
 
-__all__ = ["KERNEL_ERROR", "pair_kernel_np", "QUAD_ERROR", "Q_LINEAR", "TAYLOR_S", "pair_mp", "pair_np", "X_KINK", "Z_MAX", "composite_gauss_legendre",
+__all__ = ["KERNEL_ERROR", "pair_kernel_np",
+           "QUAD_ERROR", "Q_LINEAR", "TAYLOR_S", "pair_mp", "pair_np", "X_KINK", "Z_MAX", "composite_gauss_legendre",
            "gauss_legendre", "kink_nodes", "mp_hermite", "normal_nodes", "EXPECT_ERROR", "Q_MAX", "Q_MAX_1D",
            "SMALL_SD", "check_q", "derivative_moment_mp", "derivative_moment_np", "expect", "moments_mp",
            "moments_np", "mp_expect", "mp_split_expect", "split_expect", "split_var"]

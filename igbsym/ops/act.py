@@ -9,7 +9,8 @@ activations use the pair moments of ``igbsym.gauss``. After a mini-batch BatchNo
 ``bn_law.canonical_relu_gamma`` (relu) or 0 (odd φ). Noise factor E φ'(u)² (Labatie 2019).
 Dataset kernel (Lee et al. 2018, Eq. 5; Cho & Saul 2009): k'(a, b) = E φ(u)φ(v), (u, v) ~ N(0, [[v_a, k], [k, v_b]]):
 (1 − s)²√(v_a v_b) J(ρ) + s k with the arc-cosine J(ρ) = (√(1 − ρ²) + ρ(π − arccos ρ))/(2π), for
-φ = x⁺ − s x⁻ (srelu: minus κ(M_a + M_b) − κ²); (2/π) arcsin(2k/√((1 + 2v_a)(1 + 2v_b))) for erf (Williams 1997); ``gauss.pair_kernel_np`` otherwise.
+φ = x⁺ − s x⁻ (srelu: minus κ(M_a + M_b) − κ²); (2/π) arcsin(2k/√((1 + 2v_a)(1 + 2v_b))) for erf (Williams 1997);
+``gauss.pair_kernel_np`` otherwise.
 """
 from __future__ import annotations
 
