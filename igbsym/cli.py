@@ -324,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--json", action="store_true")
     s.add_argument("--report", default=None)
+    s.add_argument("--theory", action="store_true", help="the infinite-width theory on the same data next to "
+                   "each measurement (igbsym.nngp; models whose modules all have kernel maps)")
     s.set_defaults(func="igbsym.validation.probe:run")
     return p
 

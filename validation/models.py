@@ -35,6 +35,7 @@ probe sets the biases to zero (the paper's setting).
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import torch
@@ -245,3 +246,23 @@ def takes_index(factory) -> bool:
     except (TypeError, ValueError):
         return False
     return len(params) >= 2
+
+
+def resolve_model(spec: str, input_shape, n_classes: int):
+    """A built-in name (igbsym.validation.models.NAMES) or ``module.path:attr`` (an nn.Module instance or class, or a
+    factory seed -> nn.Module / (seed, i) -> nn.Module)."""
+    if ":" not in spec:
+        return build(spec, input_shape, n_classes)
+    mod_name, _, attr = spec.partition(":")
+    try:
+        obj = getattr(importlib.import_module(mod_name), attr)
+    except Exception as exc:   # ImportError, AttributeError, or an error raised while importing the module
+        raise InputError(f"cannot import model factory {spec!r}: {type(exc).__name__}: {exc}") from None
+    if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+        try:
+            return obj()
+        except Exception as exc:
+            raise InputError(f"cannot instantiate {spec!r} without arguments: {exc}") from None
+    if not (isinstance(obj, torch.nn.Module) or callable(obj)):
+        raise InputError(f"{spec!r} is a {type(obj).__name__}, not an nn.Module or a factory")
+    return obj

@@ -28,7 +28,6 @@ from igbsym import ops as O
 from igbsym.errors import InputError
 
 from . import datasets, models
-from .probe_report import resolve_model
 
 ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Identity: "identity"}
 SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
@@ -141,7 +140,7 @@ def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, see
     n_out = classes or ds.n_classes or 2
     if n_out < 2:
         raise InputError(f"--classes must be >= 2, got {n_out}")
-    model = resolve_model(model_spec, ds.data.shape[1:], n_out) if isinstance(model_spec, str) else model_spec
+    model = models.resolve_model(model_spec, ds.data.shape[1:], n_out) if isinstance(model_spec, str) else model_spec
     ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias)
     res = theory(ops, ds.data.double().numpy(), classes=n_out, names=names, n_draws=n_draws, seed=seed, pairs=pairs)
     res.notes = notes + res.notes
@@ -179,3 +178,44 @@ def run(args) -> int:
 
 
 
+
+
+def compare_with_probe(res, model, ds, classes: int, zero_bias: bool, seed: int = 0, n_draws: int = 20000):
+    """``igbsym probe --theory``: the infinite-width prediction next to a ProbeResult ``res`` of ``model`` on the
+    Dataset ``ds``: γ_∞ vs γ̂ (z from the probe's SE: the finite-width O(1/N) gap is included in what z measures),
+    the KS test of the measured G0 against the GP law (two-sample, against ``n_draws`` GP draws; both jittered by
+    U(−½, ½)/D), and per module the theory's γ-like ratio next to the measured one. Returns (dict, theory)."""
+    from scipy import stats as sps
+
+    from .stats import jitter_g0
+    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias)
+    from igbsym.nngp import theory
+    th = theory(ops, ds.data.double().numpy(), classes=classes, names=names, n_draws=n_draws, seed=seed)
+    th.notes = notes + th.notes
+    z = (res.gamma.value - th.gamma) / res.gamma.se if res.gamma.se > 0 else math.inf
+    out = dict(gamma_inf=th.gamma, gamma_population=th.gamma_population, gamma_hat=res.gamma.value,
+               gamma_hat_se=res.gamma.se, z=z, law=th.law.to_dict() if th.law is not None else None, ks=None)
+    if th.law is not None and res.n_classes == 2:
+        ks = sps.ks_2samp(jitter_g0(res.g0, res.n_data, seed), jitter_g0(th.law.draws[:, 0], res.n_data, seed + 1))
+        out["ks"] = dict(statistic=float(ks.statistic), p_value=float(ks.pvalue))
+    measured = {l.name: l.gamma for l in res.layers}
+    out["layers"] = [dict(name=r["name"], theory=r["ratio"],
+                          measured=None if measured.get(r["name"].split(" ")[0]) is None
+                          else measured[r["name"].split(" ")[0]].value,
+                          measured_se=None if measured.get(r["name"].split(" ")[0]) is None
+                          else measured[r["name"].split(" ")[0]].se) for r in th.layers]
+    out["notes"] = th.notes
+    return out, th
+
+
+def comparison_text(cmp: dict) -> str:
+    lines = [f"theory (infinite width, this dataset): gamma_inf = {cmp['gamma_inf']:.5g}; measured gamma_hat = "
+             f"{cmp['gamma_hat']:.5g} ± {cmp['gamma_hat_se']:.2g} (z = {cmp['z']:.2f}, finite width included)"]
+    if cmp["ks"] is not None:
+        lines.append(f"KS of G0 against the GP law (two-sample): D_n = {cmp['ks']['statistic']:.4f}, "
+                     f"p = {cmp['ks']['p_value']:.3g}")
+    lines.append("per module: theory (infinite width) vs measured gamma-like ratio")
+    for r in cmp["layers"]:
+        meas = "-" if r["measured"] is None else f"{r['measured']:.4g} ± {r['measured_se']:.2g}"
+        lines.append(f"  {r['name']:<32} {r['theory']:10.4g}   {meas}")
+    return "\n".join(lines + [f"note: {n}" for n in cmp["notes"]])

@@ -72,11 +72,16 @@ def _ops(model) -> tuple:
     return ops
 
 
-def _layers(w: Walk) -> list:
-    out = []
-    for s in w.summaries:
+WEIGHTED = ("pre", "conv", "res")    # stages of the ops that draw weights (Dense, Conv2d, residual blocks)
+
+
+def _layers(w: Walk, ops) -> list:
+    """Per op, its γ-like ratio; NaN for ops on the data alone (before any weights: the same in every init)."""
+    out, drawn = [], False
+    for s, op in zip(w.summaries, ops):
+        drawn = drawn or op.stage in WEIGHTED
         try:
-            r, rp = s.ratio(), s.ratio_population(w.n_data)
+            r, rp = (s.ratio(), s.ratio_population(w.n_data)) if drawn else (math.nan, math.nan)
         except (ArithmeticError, ZeroDivisionError):
             r = rp = math.nan           # units constant over the data (e.g. a layer of zero means): no ratio
         out.append(dict(name=s.name, ratio=r, ratio_population=rp))
@@ -104,4 +109,4 @@ def theory(model, data, *, classes: int | None = None, names=None, n_draws: int 
         law = L.sample(w.kernel, n_draws, C, seed)
     elif pairs is not None:
         notes.append(f"{pairs} sampled pairs: gamma's SE is the pair sampling's; the law of G needs the full kernel")
-    return DataTheory(gamma, se, L.gamma_population(T, M), w.n_data, _layers(w), w.kernel, law, notes)
+    return DataTheory(gamma, se, L.gamma_population(T, M), w.n_data, _layers(w, ops), w.kernel, law, notes)
