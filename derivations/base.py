@@ -26,12 +26,13 @@ import sympy as sp
 import igbsym
 from igbsym.functions import Phi, PhiInv
 from igbsym.latex import LONG, abbreviate, equation, escape, numbered, preamble, prose, to_latex
-from igbsym.notation import PAPERS, symbol, tidy, undisplay
+from igbsym.latex import tidy
+from igbsym.notation import PAPERS, symbol, undisplay
 
 PROOF_KINDS = {"symbolic": "symbolic", "numeric-identity": "numeric identity",
                "numeric-route": "numeric route", "registry-self-comparison": "registry self-comparison"}
 FAMILY_PAPER = {"maxpool": "igb-initial-guessing-bias.txt", "depth": "igb-initial-guessing-bias.txt",
-                "igb_law": "igb-initial-guessing-bias.txt", "bn": "norm-placement-bn-ln.txt",
+                "igb": "igb-initial-guessing-bias.txt", "bn": "norm-placement-bn-ln.txt",
                 "rectified": "norm-placement-bn-ln.txt", "kurtosis": "kurtosis-vanishing-empirical-variance.txt"}
 
 

@@ -2,21 +2,24 @@
 igbsym/cli.py, so the core package never imports this one). Arguments are checked before any derivation runs."""
 from __future__ import annotations
 
-from igbsym import derivations
-from igbsym.cli import write_text, writable_dir
+from igbsym import derivations, registry
+from igbsym.files import writable_dir, write_text
 from igbsym.errors import InputError
 
 from .base import document
 
 
 def families(family) -> list:
-    """The families named by the ``derive`` argument ('all' or None: every derivation module)."""
+    """The derivation modules named by the ``derive`` argument: 'all' or None (every module), a registry family
+    (``igbsym list``'s names, e.g. leaky → rectified) or a module's own name."""
     names = derivations.modules()
     if family in (None, "all"):
         return names
-    if family not in names:
-        raise InputError(f"derive: unknown derivation family {family!r}; allowed: all, {', '.join(names)}")
-    return [family]
+    if family in names:
+        return [family]
+    if family not in registry.families():
+        raise InputError(f"derive: unknown family {family!r}; allowed: all, {', '.join(registry.families())}")
+    return [registry.family_module(family)]
 
 
 def derive(args) -> list:

@@ -1,4 +1,4 @@
-"""Derivation of Labatie's moments in the width limit (igbsym/families/moments.py, igbsym/sensitivity.py).
+"""Derivation of Labatie's moments in the width limit (igbsym/families/moments.py; the noise maps are the ops' own, Op.noise).
 
 moments-well-behaved-vs-pathological.txt Sec. 3.1 defines, in words (its formulas are stripped in our copy), the
 non-central and central second moments of a layer's feature vectors, averaged over channels, and the normalised
@@ -74,14 +74,21 @@ def _rates(d: Derivation):
            "nu_{l+1} = nu_l (1 + alpha^2 sigma_w^2 E[phi'(Z)^2]/V_l), so log nu_L = p log L + O(1) and "
            "chi_L^2 = nu_L/V_L ~ L^(p - 1): a power law with exponent beta = (p - 1)/2 for every alpha > 0.")
     d.prove("moments.bn_resnet_exponent", (p - 1) / 2, activation="relu")
+    d.step("With H layers (BN, phi, Dense) per residual unit (Labatie's experiments: H = 2) every inner BN divides by "
+           "the data variance sigma_w^2 Var[phi(Z)] of the layer before it, so the branch multiplies the noise by "
+           "alpha^2 sigma_w^2 E[phi'(Z)^2] p^(H-1)/V_l while V still grows by alpha^2 sigma_w^2 Var[phi(Z)] a block: "
+           "log nu_L = p^H log L + O(1) and beta = (p^H - 1)/2.")
+    for H in (1, 2):
+        d.prove("moments.bn_resnet_exponent", (p**H - 1) / 2, activation="relu", H=H)
     form = igbsym.get("moments.sensitivity")
     lo, hi = 5000, 10**4
-    slope = math.log(form.numpy(L=hi, architecture="bn_resnet", activation="relu") /
-                     form.numpy(L=lo, architecture="bn_resnet", activation="relu")) / math.log(2)
-    beta = float((p - 1) / 2)
-    require(abs(slope - beta) < 1e-3, f"BN ResNet log-slope {slope} vs exponent {beta}")
-    d.step(f"Check on the recursion: the log-log slope of chi between L = 5000 and 10^4 is {slope:.5f}, the exponent "
-           f"(p - 1)/2 = 1/(2(pi - 1)) = {beta:.5f}.")
+    for H in (1, 2):
+        slope = math.log(form.numpy(L=hi, architecture="bn_resnet", activation="relu", H=H) /
+                         form.numpy(L=lo, architecture="bn_resnet", activation="relu", H=H)) / math.log(2)
+        beta = float((p**H - 1) / 2)
+        require(abs(slope - beta) < 1e-3, f"BN ResNet (H = {H}) log-slope {slope} vs exponent {beta}")
+        d.step(f"Check on the recursion (H = {H}): the log-log slope of chi between L = 5000 and 10^4 is {slope:.5f}, "
+               f"the exponent (p^H - 1)/2 = {beta:.5f}.")
     d.step("Gaussian Poincare inequality: Var[phi(Z)] <= E[phi'(Z)^2], so p >= 1 with equality iff phi is linear: BN "
            "feedforward nets explode exponentially and BN ResNets grow as a power law for every nonlinear phi "
            "(Labatie Thm 3 and Sec. 7, here with the rate and the exponent in closed form).")

@@ -6,7 +6,7 @@ The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eva
 ``sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json]
 [--plot DIR]``. Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
-The core package never imports ``derivations`` or ``validation`` (DESIGN): ``derive``, ``validate`` and ``run``
+The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and ``run``
 are dispatched by name ("module:function", imported at dispatch time) to ``igbsym.derivations.cli``,
 ``igbsym.validation.commands``, ``igbsym.validation.sweep`` and ``igbsym.validation.probe``, which check every argument before any long work starts.
 """
@@ -15,15 +15,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
+import re
 import sys
-from pathlib import Path
 
 import mpmath
 import numpy as np
 
 from . import registry
 from .errors import InputError, NumericalError
+from .files import writable_file, write_text
 from .latex import document
 
 
@@ -49,46 +49,6 @@ def _int_range(option: str, lo: int, hi: int):
             raise argparse.ArgumentTypeError(f"{option} {raw!r} is not allowed; allowed: an integer {lo}..{hi}")
         return int(text)
     return parse
-
-
-def writable_file(path: str, option: str) -> Path:
-    """Check, before any work, that ``path`` can be written as a file (its nearest existing ancestor is a
-    writable directory); one-line InputError otherwise."""
-    target = Path(path)
-    if not path or target.is_dir():
-        raise InputError(f"{option} {path!r} is a directory or empty; allowed: a file path")
-    writable_dir(str(target.parent), option, what=f"the folder of {path!r}")
-    return target
-
-
-def writable_dir(path: str, option: str, what: str | None = None) -> Path:
-    """Check, before any work, that ``path`` is (or can be created as) a writable directory."""
-    what = what or repr(path)
-    if not path or "\0" in path:
-        raise InputError(f"{option} {path!r} is not allowed; allowed: a directory path")
-    target = Path(path)
-    probe = target
-    while not probe.exists():
-        if probe.is_symlink() or probe.parent == probe:
-            raise InputError(f"{option}: {what} cannot be created; allowed: a path under an existing directory")
-        probe = probe.parent
-    if not probe.is_dir():
-        raise InputError(f"{option}: {what} cannot be a directory because {str(probe)!r} is a file; allowed: a "
-                         "path whose existing parts are directories")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InputError(f"{option}: {what} is not writable ({str(probe)!r} denies it); allowed: a writable "
-                         "directory")
-    return target
-
-
-def write_text(path: Path, text: str, option: str):
-    """Write a result file; an OS refusal becomes one line (the path was checked, but the disk may still say no)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as exc:
-        raise InputError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc}); allowed: a writable "
-                         "file path") from None
 
 
 def _parse_assignments(form, items: list) -> dict:
@@ -151,6 +111,7 @@ def cmd_show(args):
 def cmd_eval(args):
     form = registry.get(args.name)
     values = _parse_assignments(form, args.assignments)
+    form.check(**values)
     if args.dps is not None:
         structural = {p.name: values[p.name] for p in form.structural_params if p.name in values}
         if args.dps > DPS_MAX_NUMERIC and not form.is_exact(**structural):
@@ -326,14 +287,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--report", default=None)
     s.add_argument("--theory", action="store_true", help="the infinite-width theory on the same data next to "
                    "each measurement (igbsym.nngp; models whose modules all have kernel maps)")
-    s.set_defaults(func="igbsym.validation.probe:run")
+    s.set_defaults(func="igbsym.validation.probe_report:run")
     return p
+
+
+_NEGATIVE = re.compile(r"^-(\d|\.\d|inf|infinity|nan)", re.IGNORECASE)
+
+
+def _negative_values(argv: list) -> list:
+    """``--a -1e308`` → ``--a=-1e308``: argparse takes a token like -1e308 (exponent) for an option, not a value."""
+    out = []
+    for tok in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.match(tok):
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
 
 
 def parse(argv=None) -> argparse.Namespace:
     """Parse the command line; an unknown option is reported by the subcommand it was given to, with its usage."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(_negative_values(sys.argv[1:] if argv is None else list(argv)))
     if extra and hasattr(args, "assignments"):   # key=value after an option (eval NAME --dps 30 x=1) is still one
         args.assignments += [e for e in extra if "=" in e and not e.startswith("-")]
         extra = [e for e in extra if not ("=" in e and not e.startswith("-"))]

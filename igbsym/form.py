@@ -19,6 +19,7 @@ import sympy as sp
 
 from .errors import InputError, NumericalError
 from .functions import MPMATH_MODULES, NUMPY_MODULES
+from .route import NumericRoute
 
 REQUIRED = object()
 MAX_DPS = 2000          # mp() precision cap: every form evaluates in well under a minute at this many digits
@@ -46,6 +47,8 @@ class Param:
     structural: the value selects the expression (must be a scalar); ``choice`` parameters always are.
     minimum / maximum: inclusive integer bounds (``integer`` kind only).
     allow_inf: +inf is accepted (a documented limit, e.g. γ → ∞).
+    used_when / used_text: a predicate on the structural values and the sentence saying when the parameter is used;
+    a value other than the default given where it is not used is refused (the user would believe it mattered).
     """
 
     name: str
@@ -57,6 +60,8 @@ class Param:
     minimum: int | None = None
     maximum: int | None = None
     allow_inf: bool = False
+    used_when: Callable | None = None
+    used_text: str = ""
 
     @property
     def is_structural(self) -> bool:
@@ -109,6 +114,7 @@ class Param:
                 raise InputError(f"{form}: {self.name}={value!r} is not allowed{hint}; allowed: {self.allowed()}")
             return value
         if self.kind == "integer":
+            self._in_double_range(form, value)
             if self.allow_inf and not isinstance(value, (bool, np.bool_)) and float(value) == float("inf"):
                 return value
             if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
@@ -121,8 +127,16 @@ class Param:
         self.check_array(form, value)
         return value
 
+    def _in_double_range(self, form: str, value) -> None:
+        """A Python integer beyond the double range (e.g. 400 digits) is refused in one line, not an OverflowError."""
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(int(value)) > 2**1023:
+            digits = str(abs(int(value)))
+            shown = f"{'-' if value < 0 else ''}{digits[:4]}...({len(digits)} digits)"
+            raise InputError(f"{form}: {self.name}={shown} exceeds the double range; allowed: {self.allowed()}")
+
     def check_array(self, form: str, value) -> np.ndarray:
         """Validate numeric values (scalar or array) against the kind; return them as a float array."""
+        self._in_double_range(form, value)
         try:
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
@@ -186,20 +200,6 @@ class Provenance:
 
     def __str__(self) -> str:
         return f"{self.paper}, {self.where}" + (f" — {self.note}" if self.note else "")
-
-
-@dataclass(frozen=True)
-class NumericRoute:
-    """A case with no closed form: NumPy and mpmath evaluators with a stated method and error bound.
-
-    numpy(**numeric) -> ndarray; mp(**numeric) -> mpf (called inside ``mpmath.workdps``).
-    """
-
-    numpy: Callable
-    mp: Callable
-    method: str
-    error: str
-    defining: sp.Basic | None = None  # the defining integral, for printing
 
 
 @dataclass(frozen=True)
@@ -318,6 +318,18 @@ class ClosedForm:
                 v = float(v)
             numeric[p.name] = p.check_array(self.name, v)
         return key, numeric
+
+    def check(self, **values) -> None:
+        """Validate ``values`` as ``numpy`` would and also refuse a parameter the case ignores (a non-default value
+        where its ``used_when`` is false: the user would believe it mattered). ``igbsym eval`` calls this; the numpy
+        and mp routes accept such parameters, so vectorised code may pass one keyword set for every case."""
+        key, numeric = self._split(values)
+        for p in self.params:
+            if p.used_when is not None and p.name in values and not p.used_when(dict(key)) \
+                    and not _is_default(values[p.name], p.default):
+                raise InputError(f"{self.name}: {p.name}={values[p.name]!r} has no effect here; {p.name} is used "
+                                 f"{p.used_text} (leave it out)")
+        self._check_conditions(key, numeric)
 
     def _check_conditions(self, key: tuple, numeric: dict):
         if not self.conditions:
@@ -492,6 +504,14 @@ class ClosedForm:
 
     def __eq__(self, other):
         return self is other
+
+
+def _is_default(value, default) -> bool:
+    """The given value equals the parameter's default (a CLI string is compared as a number)."""
+    try:
+        return bool(np.all(np.asarray(float(value) if isinstance(value, str) else value, dtype=float) == float(default)))
+    except (TypeError, ValueError):
+        return value == default
 
 
 def _keyword_test(fn: Callable, names: list) -> Callable:

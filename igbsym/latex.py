@@ -1,5 +1,5 @@
 """One LaTeX printer for equations, derivation steps and the documents, with one symbol-name table so every
-piece of output uses the papers' notation (DESIGN.md, "Notation"; symbols per form in igbsym/notation.py).
+piece of output uses the papers' notation (docs/ARCHITECTURE.md, "Notation"; symbols per form in igbsym/notation.py).
 
 Typesetting: one type size; long displays are broken across lines by breqn (``dmath*``); sub-expressions that
 cannot break (a long radicand, a long numerator) are named Δ₁, Δ₂ … and defined on their own lines; prose is
@@ -8,11 +8,13 @@ converted from ASCII mathematics to inline math (igbsym/prose.py).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
-from .notation import SQRT_2, SQRT_2PI, display, keep_sqrt_2pi, notation, paper, symbol, tidy
+from .notation import SQRT_2, SQRT_2PI, keep_sqrt_2pi, notation, paper, symbol
+from .route import NumericRoute
 from .prose import escape, prose
 
 SYMBOL_NAMES = {
@@ -94,7 +96,6 @@ def form_equation(form, **structural) -> str:
 
 def _equation_parts(form, structural: dict):
     """[(lhs, rel, rhs)] lines plus definitions [(Δ, expr)] for a case (or the general statement)."""
-    from .form import NumericRoute
     note = notation(form.name)
     if form.structural_params and not structural and (note.general or form.display):
         general = note.general or form.display
@@ -125,7 +126,6 @@ def numbered(body: str, label: str = "") -> str:
 
 def case_equations(form, **structural) -> list:
     """The displayed equations of one case (a matrix entry by entry; abbreviations defined after 'where')."""
-    from .form import NumericRoute
     case = form.case(**structural) if (structural or not form.structural_params) else None
     if isinstance(case, sp.MatrixBase):
         lhs = symbol(form, **structural)
@@ -296,3 +296,36 @@ def write_standalone(args, form, structural: dict) -> None:
     if form is None or args.all:
         raise InputError("latex --standalone: give one form NAME (and structural values, e.g. activation=relu)")
     write_text(standalone(form, **structural), args.output, f"standalone {form.name}")
+
+
+def _candidates(expr):
+    yield expr
+    for fn in (sp.factor, sp.together, lambda e: sp.collect(sp.expand(e), sp.pi), sp.cancel):
+        try:
+            yield fn(expr)
+        except (sp.PolynomialError, TypeError, ValueError, NotImplementedError):
+            continue
+
+
+@lru_cache(maxsize=None)
+def tidy(expr):
+    """The shortest-printing of a few equal rewrites of ``expr`` (factored, collected, √(2π) kept whole)."""
+    if not isinstance(expr, sp.Expr) or isinstance(expr, sp.Piecewise) or sp.count_ops(expr) > 80 \
+            or expr.has(sp.Integral, sp.Heaviside):
+        return expr
+    options = []
+    for cand in _candidates(expr):
+        options += [cand, keep_sqrt_2pi(cand), cand.subs(sp.sqrt(2), 2 / SQRT_2)]
+    return min(options, key=lambda e: (_reading_cost(e, to_latex(e)), sp.count_ops(e)))
+
+
+def _reading_cost(expr, latex: str) -> int:
+    """Visible length of the LaTeX, plus a penalty for sums with a common factor left inside (3B - 3)."""
+    common = sum(3 for s in sp.preorder_traversal(expr) if isinstance(s, sp.Add) and s.primitive()[0] != 1)
+    return len(re.sub(r"\\left|\\right|\s", "", latex)) + common
+
+
+def display(form, **structural):
+    """The display expression of one case (equal to ``form.case(**structural)``; SQRT_2PI stands for √(2π))."""
+    case = form.case(**structural)
+    return tidy(case) if isinstance(case, sp.Basic) else case

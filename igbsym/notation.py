@@ -14,9 +14,7 @@ the registered expression with SymPy. A display is never a second formula.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import sympy as sp
 
@@ -204,40 +202,6 @@ def paper(name: str) -> str:
 def keep_sqrt_2pi(expr):
     """Rewrite √π (and the √2 that travels with it) as √(2π)/√2: σ/√(2π) prints as a person writes it."""
     return expr.subs({sp.pi ** sp.Rational(3, 2): sp.pi * SQRT_2PI / sp.sqrt(2), sp.sqrt(sp.pi): SQRT_2PI / sp.sqrt(2)})
-
-
-def _candidates(expr):
-    yield expr
-    for fn in (sp.factor, sp.together, lambda e: sp.collect(sp.expand(e), sp.pi), sp.cancel):
-        try:
-            yield fn(expr)
-        except (sp.PolynomialError, TypeError, ValueError, NotImplementedError):
-            continue
-
-
-@lru_cache(maxsize=None)
-def tidy(expr):
-    """The shortest-printing of a few equal rewrites of ``expr`` (factored, collected, √(2π) kept whole)."""
-    from .latex import to_latex
-    if not isinstance(expr, sp.Expr) or isinstance(expr, sp.Piecewise) or sp.count_ops(expr) > 80 \
-            or expr.has(sp.Integral, sp.Heaviside):
-        return expr
-    options = []
-    for cand in _candidates(expr):
-        options += [cand, keep_sqrt_2pi(cand), cand.subs(sp.sqrt(2), 2 / SQRT_2)]
-    return min(options, key=lambda e: (_reading_cost(e, to_latex(e)), sp.count_ops(e)))
-
-
-def _reading_cost(expr, latex: str) -> int:
-    """Visible length of the LaTeX, plus a penalty for sums with a common factor left inside (3B - 3)."""
-    common = sum(3 for s in sp.preorder_traversal(expr) if isinstance(s, sp.Add) and s.primitive()[0] != 1)
-    return len(re.sub(r"\\left|\\right|\s", "", latex)) + common
-
-
-def display(form, **structural):
-    """The display expression of one case (equal to ``form.case(**structural)``; SQRT_2PI stands for √(2π))."""
-    case = form.case(**structural)
-    return tidy(case) if isinstance(case, sp.Basic) else case
 
 
 def undisplay(expr):

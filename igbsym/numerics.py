@@ -25,6 +25,17 @@ def power_product(factors, scale=1.0):
     return np.ldexp(mantissa, exponent)
 
 
+def times_exp(x, t):
+    """x·e^t without intermediate overflow or underflow (e^t may leave the double range while the product does not):
+    x = m 2^e, e^t = 2^(t/ln 2); the integer part of t/ln 2 is added to the exponent, the rest multiplies m."""
+    x, t2 = np.asarray(x, dtype=float), np.asarray(t, dtype=float) / np.log(2)
+    k = np.floor(np.where(np.isfinite(t2), t2, 0.0))
+    m, e = np.frexp(x)
+    with np.errstate(over="ignore", under="ignore"):
+        return np.where(np.isfinite(t2), np.ldexp(m * np.exp2(t2 - k), e + k.astype(np.int64)),
+                        x * np.exp(np.asarray(t, dtype=float)))
+
+
 def row_dot(rows, w):
     """rows @ w, each row summed on its own: a BLAS matrix-vector product may round a row differently depending on
     how many rows share the call (multiclass.paper_approx: 2 ulp between an array call and the scalar call)."""

@@ -20,6 +20,7 @@ from . import spec as S
 from .engine import layer_gammas
 from .extreme import EXACT_MOMENTS
 from .errors import InputError
+from .files import writable_file
 from .registry import get
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -64,7 +65,7 @@ def predict(spec: S.Spec) -> Prediction:
     if not isinstance(spec, S.Spec):
         raise InputError(f"predict: spec must be an igbsym.spec.Spec (e.g. NetSpec(...)), got {type(spec).__name__}")
     try:
-        gammas = [float(g) for g in layer_gammas(spec.ops, where="predict")]
+        gammas = [float(g) for g in layer_gammas(spec.all_ops(), where="predict")]
     except InputError as exc:
         msg = str(exc)
         raise InputError(msg if msg.startswith("predict") else f"predict: {msg}") from None
@@ -174,8 +175,13 @@ def plot(res: dict, path: str) -> None:
     bx.set(xlabel="hidden layer l", ylabel="gamma after layer l", title=f"{res['activation']}, norm={res['norm']}"
            + (f" ({res['placement']})" if res["placement"] else ""))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise InputError(f"predict --plot: cannot write {str(path)!r} ({exc.strerror or exc}); allowed: a writable "
+                         "file path") from None
+    finally:
+        plt.close(fig)
 
 
 def _multiclass_text(m: dict) -> str:
@@ -190,12 +196,13 @@ def _multiclass_text(m: dict) -> str:
 def run(args) -> None:
     if args.classes is not None and (args.classes < 2):
         raise InputError(f"predict: --classes {args.classes} is not allowed; allowed: an integer >= 2")
+    target = writable_file(args.plot, "predict --plot") if args.plot else None
     res = predict(spec_from_args(args)).to_dict()
     if args.classes is not None:
         from .families.multiclass import multiclass_summary
         res["multiclass"] = multiclass_summary(res["gamma"], args.classes)
-    if args.plot:
-        plot(res, args.plot)
+    if target is not None:
+        plot(res, target)
     text = _text(res) + ("\n" + _multiclass_text(res["multiclass"]) if args.classes is not None else "")
     print(json.dumps(res, indent=2) if args.json else text)
     if args.plot and not args.json:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+import sys
 
 from .errors import InputError
 
 _REGISTRY: dict = {}
+_MODULE: dict = {}      # family -> the family module (igbsym/families/<module>.py) that registers its forms
 _LOADED = False
 
 
@@ -20,7 +22,16 @@ def register(form):
     if form.name in _REGISTRY:
         raise ValueError(f"duplicate closed-form name {form.name}")
     _REGISTRY[form.name] = form
+    _MODULE[form.family] = sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]
     return form
+
+
+def family_module(family: str) -> str:
+    """The module of igbsym/families/ that registers ``family`` (its derivations/ and checks carry the same name)."""
+    _load()
+    if family not in _MODULE:
+        raise InputError(f"unknown family {family!r}; families are {', '.join(families())}")
+    return _MODULE[family]
 
 
 def _load():

@@ -169,9 +169,16 @@ def mlp_ops(L, activation, norm="none", placement="pre", a=0.01, sigma_w=SIGMA_W
 
 
 def residual_block(activation="relu", norm="none", placement="pre", order="linear-first", a=0.01,
-                   sigma_w=SIGMA_W, width=None, shift=None) -> tuple:
-    """The branch F: 'linear-first' = Dense → [norm if pre] → φ → [norm if post];
-    'linear-last' = [norm] → φ → Dense (He et al. 2016's pre-activation ResNet; ``placement`` is ignored)."""
+                   sigma_w=SIGMA_W, width=None, shift=None, layers=1) -> tuple:
+    """The branch F of ``layers`` layers (Labatie 2019 uses 2 per residual unit): 'linear-first' = (Dense → [norm if
+    pre] → φ → [norm if post]) × layers; 'linear-last' = ([norm] → φ → Dense) × layers (He et al. 2016's
+    pre-activation ResNet; ``placement`` is ignored)."""
+    if not _is_int(layers) or layers < 1:
+        _fail(f"residual block: layers={layers!r} is not allowed; allowed: an integer >= 1")
+    return _residual_layer(activation, norm, placement, order, a, sigma_w, width, shift) * layers
+
+
+def _residual_layer(activation, norm, placement, order, a, sigma_w, width, shift) -> tuple:
     if order not in BLOCKS:
         _fail(f"residual block order {order!r} is not allowed; allowed: {', '.join(BLOCKS)}")
     if placement not in PLACEMENTS:
@@ -183,10 +190,12 @@ def residual_block(activation="relu", norm="none", placement="pre", order="linea
 
 
 def resnet_ops(L, activation="relu", alpha=1.0, norm="none", placement="pre", order="linear-first", a=0.01,
-               sigma_w=SIGMA_W, width=None) -> tuple:
-    """Embedding Dense(width, σ_w) then L residual blocks (the output Dense is the Spec's own)."""
-    block = residual_block(activation, norm, placement, order, a, sigma_w, width)
-    return (Dense(width, sigma_w),) + tuple(Residual(alpha, block) for _ in range(L))
+               sigma_w=SIGMA_W, width=None, layers=1, embedding=None) -> tuple:
+    """An embedding Dense then L residual blocks of ``layers`` layers (the output Dense is the Spec's own). The
+    embedding's gain is ``embedding`` (default σ_w: the trunk starts at variance σ_w²; 1: a LeCun embedding, trunk
+    variance 1, as in Labatie's code)."""
+    block = residual_block(activation, norm, placement, order, a, sigma_w, width, layers=layers)
+    return (Dense(width, sigma_w if embedding is None else embedding),) + tuple(Residual(alpha, block) for _ in range(L))
 
 
 def default_srelu_shift(norm, placement, sigma_w) -> float:

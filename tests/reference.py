@@ -17,13 +17,13 @@ def rel_err(got, ref) -> float:
     return float(abs(mpmath.mpf(got) - ref) / abs(ref)) if ref != 0 else float(abs(mpmath.mpf(got)))
 
 
-def layer_walk(act, norm, placement, sw, L, backend="numpy"):
+def layer_walk(act, norm, placement, sw, L, backend="numpy", a=0.01):
     """γ_1..γ_L of the depth MLP by composing spec's maps layer by layer, with no shortcut (no fixed point, tail,
     Steffensen or Mehler series); stops where q leaves the quadrature's range or 1 − c leaves the double range."""
     from igbsym import ops as O
     from igbsym.errors import NumericalError
     from igbsym.families.depth import block
-    ops = block(act, norm, placement, 0.01, sw)
+    ops = block(act, norm, placement, a, sw, shift_backend=backend)
     state, out = O.Dense(None, sw).map(O.input_state(backend), backend), []
     for _ in range(L):
         try:

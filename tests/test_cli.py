@@ -80,9 +80,9 @@ def test_eval_dps_reads_every_digit_of_the_input(capsys):
     (["validate", "--seed", "-1"], "--seed '-1' is not allowed; allowed: an integer 0.."),
     (["validate", "--family", "nope"], "unknown family 'nope'; allowed:"),
     (["run", "--device", "foo", "--report", "rep"], "unknown device 'foo'"),
-    (["derive", "nofamily", "-o", "out"], "allowed: all, bn"),
+    (["derive", "nofamily", "-o", "out"], "allowed: all, activation, bn"),
     (["latex"], "give a form NAME or --all"),
-    (["derive", "nofamily"], "unknown derivation family"),
+    (["derive", "nofamily"], "derive: unknown family"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, fragment, tmp_path, monkeypatch):
@@ -98,7 +98,7 @@ def test_output_paths_that_cannot_be_written_are_one_line(capsys, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("")
     for argv in (["latex", "--all", "-o", str(afile / "x.tex")], ["latex", "--all", "-o", str(tmp_path)],
-                 ["derive", "igb_law", "-o", str(afile)], ["validate", "--report", str(afile / "r")],
+                 ["derive", "igb", "-o", str(afile)], ["validate", "--report", str(afile / "r")],
                  ["run", "--report", str(afile)]):
         code, out, err = run(capsys, *argv)
         assert code == 2 and out == "" and err.count("\n") == 1 and "allowed:" in err, (argv, err)

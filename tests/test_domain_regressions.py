@@ -250,3 +250,71 @@ def test_rectified_scaled_var_over_the_double_range(alpha, mu, sigma):
         ref = a * a * s * s * unit
         got = igbsym.get("rectified.scaled_var").numpy(alpha=alpha, mu=mu, sigma=sigma)
         assert abs(mpmath.mpf(float(got)) - ref) <= mpmath.mpf("1e-12") * ref   # the stated accuracy (t = -40: 2e-13)
+
+
+# ------------------------------------------------------------------------------------------------ issue 25 residue
+def _cli(capsys, *argv):
+    from igbsym.cli import main
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "bn.cdf", "b=0.4", f"B={10**400}"], ["eval", "depth.gamma", f"L={10**400}", "activation=relu"],
+    ["eval", "kurtosis.after", f"L={10**400}", "w=3", "a=0", "kappa_w=3", "kappa0=3", "c0=0", "sigma2=1"],
+    ["predict", "--plot", "FILE/x.png"], ["eval", "depth.gamma", "L=3", "activation=relu", "norm=none", "B=2"],
+    ["eval", "moments.sensitivity", "L=3", "architecture=vanilla", "activation=relu", "alpha=0"]])
+def test_malformed_and_extreme_cli_input_is_one_line_exit_2(capsys, tmp_path, argv):
+    """A 400-digit integer raised OverflowError in 56 forms; --plot under a file raised NotADirectoryError; a parameter
+    the chosen case ignores was accepted silently."""
+    (tmp_path / "FILE").write_text("x")
+    argv = [a.replace("FILE", str(tmp_path / "FILE")) for a in argv]
+    code, out, err = _cli(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_negative_option_value_in_exponent_form(capsys):
+    """argparse read --a -1e308 as an option. Reference: the leaky law at a → -inf is the ReLU law of -x scaled."""
+    code, out, _ = _cli(capsys, "predict", "--activation", "leaky_relu", "--a", "-1e308", "--depth", "1", "--json")
+    import json
+    ref = igbsym.get("depth.gamma").mp(30, L=1, activation="leaky_relu", a="-1e308")
+    assert code == 0 and json.loads(out)["gamma"] == pytest.approx(float(ref), rel=1e-13)
+
+
+def test_kurtosis_after_beyond_exp_overflow():
+    """kappa_w = 1e300: lam_+^L overflowed (inf) though kappa_L, c_L are doubles. Reference: the mpmath route (M^L by
+    repeated squaring of the non-negative raw-moment map), with the form's stated accuracy as tolerance."""
+    for name, L in (("kurtosis.c_after", 2), ("kurtosis.after", 1)):
+        form = igbsym.get(name)
+        kw = dict(L=L, w=4, a=0.2, kappa_w=1e300, kappa0=3, c0=0.5, sigma2=1.3)
+        got, ref = form.numpy(**kw), form.mp(30, **kw)
+        assert np.isfinite(got) and abs(got / float(ref) - 1) <= form.accuracy.relative
+
+
+@pytest.mark.parametrize("a", [1e300, -1e300])
+def test_bn_pre_leaky_at_huge_slope(a):
+    """S = q(1 + a²)/2 overflows; the broadcast 0·S turned c' into NaN. Reference: the mpmath route."""
+    form = igbsym.get("depth.gamma_bn_pre")
+    ref = form.mp(30, L=3, activation="leaky_relu", a=a)
+    assert float(form.numpy(L=3, activation="leaky_relu", a=a)) == pytest.approx(float(ref), rel=1e-13)
+
+
+def test_srelu_deep_gamma_near_the_top_of_the_double_range():
+    """γ_1000 = 6.33e300 was refused (1 − c = 1.6e-301 < 1e-300). Reference: the mpmath route at 30 digits."""
+    form = igbsym.get("depth.gamma")
+    ref = form.mp(30, L=1000, activation="srelu", sigma_w=1.0)
+    assert float(form.numpy(L=1000, activation="srelu", sigma_w=1.0)) == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_bn_feedforward_chi_beyond_the_double_range():
+    """χ_L = p^(L/2) (p = π/(π − 1) for ReLU, bn_feedforward_rate) was a silent inf for L >= 3705 on NumPy."""
+    form = igbsym.get("moments.sensitivity")
+    kw = dict(L=10**4, architecture="bn_feedforward", activation="relu")
+    with pytest.raises(igbsym.NumericalError, match="exceeds the double range"):
+        form.numpy(**kw)
+    with mpmath.workdps(30):
+        ref = (mpmath.pi / (mpmath.pi - 1)) ** (mpmath.mpf(10**4) / 2)
+        assert abs(form.mp(30, **kw) / ref - 1) < mpmath.mpf("1e-25")
+    assert float(form.numpy(L=3000, architecture="bn_feedforward", activation="relu")) == pytest.approx(
+        float((mpmath.pi / (mpmath.pi - 1)) ** 1500), rel=form.accuracy.relative)

@@ -14,7 +14,8 @@ import igbsym
 from igbsym.derivations.base import document as derivation_document
 from igbsym.derivations.base import errata, symbolically_equal
 from igbsym.latex import check_latex_text, document, errata_document, form_cases, standalone
-from igbsym.notation import NOTATION, display, notation, symbol, tidy, undisplay
+from igbsym.latex import display, tidy
+from igbsym.notation import NOTATION, notation, symbol, undisplay
 from igbsym.prose import prose
 
 KNOWN_MACROS = set(r"""documentclass usepackage begin end title date maketitle section subsection noindent textbf

@@ -195,7 +195,7 @@ def test_odd_activation_resnet_is_zero_exactly_at_any_depth(act, norm, order):
 def test_smooth_resnet_depth_is_capped_and_listed():
     """Nested-quadrature blocks have no fixed point to stop at: L <= L_NESTED is part of the declared domain (the
     condition is listed) and beyond it evaluation raises InputError naming the form."""
-    from igbsym.families.resnet import L_NESTED
+    from igbsym.params import L_NESTED
     form = igbsym.get("resnet.gamma")
     assert any(f"L <= {L_NESTED}" in c for c in form.describe()["domain"]["conditions"])
     with pytest.raises(InputError, match=f"^resnet.gamma: .*L <= .* fails at L={L_NESTED + 1}, activation=gelu, "

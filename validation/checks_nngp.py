@@ -55,6 +55,7 @@ def _points() -> np.ndarray:
 
 
 PAIRS = ((0, 1), (0, 2), (1, 2), (0, 0))
+TORCH_NORMS = (torch.nn.LayerNorm,)     # torch's module class (its eps is set to 0 below), not the igbsym op
 
 
 @reusable
@@ -116,7 +117,7 @@ def _layer_products(ctx, name, width):
     for _ in range(size(ctx, "nngp.layer_inits")):
         net = factory(0).double()
         for m in net.modules():
-            if isinstance(m, torch.nn.LayerNorm):
+            if isinstance(m, TORCH_NORMS):
                 m.eps = 0.0            # the map is LayerNorm without torch's guard eps (a relative 1e-5/sigma^2)
         h, per = x, []
         with torch.no_grad():

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from igbsym import registry
-from igbsym.cli import writable_dir
+from igbsym.files import writable_dir
 from igbsym.errors import InputError
 
 MODES = ("quick", "thorough")

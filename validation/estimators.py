@@ -42,7 +42,7 @@ import torch
 
 from igbsym.errors import InputError
 
-from .stats import Z95, Estimate, _np, gamma_estimate, ratio_estimate
+from .stats import Z95, Estimate, as_numpy, gamma_estimate, ratio_estimate
 
 ESTIMATORS = ("plain", "rao-blackwell", "gaussian-rb")
 KERNEL_REL = 3e-12     # relative error bound of the activation moments (igbsym.gauss.EXPECT_ERROR, twice, + rounding)
@@ -56,18 +56,18 @@ def rao_blackwell_units(h_mean, h_trace, n_data: int, weight_var=1.0, bias_sq=No
     covariance; n_data: D; weight_var: s² of the output weights, a scalar or [I]; bias_sq: None (no bias) or
     [I] the mean over classes of the squared output biases β_c².
     """
-    h_mean, h_trace = _np(h_mean), _np(h_trace).ravel()
+    h_mean, h_trace = as_numpy(h_mean), as_numpy(h_trace).ravel()
     if h_mean.ndim != 2 or h_mean.shape[0] != h_trace.size:
         raise InputError(f"rao_blackwell: h_mean must be [inits, units] and h_trace [inits], got {h_mean.shape} "
                          f"and {h_trace.shape}")
     if not isinstance(n_data, (int, np.integer)) or n_data < 2:
         raise InputError(f"rao_blackwell: n_data must be an integer >= 2, got {n_data!r}")
-    s2 = np.broadcast_to(_np(weight_var).ravel() if np.ndim(weight_var) else float(weight_var), h_trace.shape)
+    s2 = np.broadcast_to(as_numpy(weight_var).ravel() if np.ndim(weight_var) else float(weight_var), h_trace.shape)
     if (s2 <= 0).any() or not np.isfinite(s2).all():
         raise InputError("rao_blackwell: weight_var must be positive and finite")
     a = s2 * ((h_mean**2).sum(1) - h_trace / n_data)
     if bias_sq is not None:
-        a = a + _np(bias_sq).ravel()
+        a = a + as_numpy(bias_sq).ravel()
     return a, s2 * h_trace
 
 
@@ -139,7 +139,7 @@ def gaussian_rb_units(spec, first_weights):
     reason = gaussian_rb_reason(spec)
     if reason:
         raise InputError(reason)
-    w = _np(first_weights)
+    w = as_numpy(first_weights)
     if w.ndim != 3 or w.shape[1:] != (spec.d_in, spec.widths[0]):
         raise InputError(f"gaussian-rb: first_weights must be [inits, {spec.d_in}, {spec.widths[0]}], got {w.shape}")
     mean, var = gaussian_unit_moments(spec.ops[1], np.sqrt((w * w).sum(1)))
@@ -178,7 +178,7 @@ def gamma_gaussian_rb(spec, n_inits: int, seed: int = 0, first_init: int = 0, me
 def paired_difference(units1, units2) -> Estimate:
     """r1 − r2 for two ratio estimators ā/b̄ on the SAME inits (paired units (a, b) each), delta-method SE of the
     difference: the linearised per-init terms (a1 − r1 b1)/b̄1 − (a2 − r2 b2)/b̄2 keep their correlation."""
-    (a1, b1), (a2, b2) = [tuple(_np(v).ravel() for v in u) for u in (units1, units2)]
+    (a1, b1), (a2, b2) = [tuple(as_numpy(v).ravel() for v in u) for u in (units1, units2)]
     n = a1.size
     if n < 2 or not a1.size == b1.size == a2.size == b2.size:
         raise InputError(f"paired_difference needs paired arrays of >= 2 inits, got {a1.size}, {a2.size}")

@@ -522,10 +522,3 @@ def _result(parts, n_data, n_inits, seed, use_rb, estimator, head, hooked, path_
     return ProbeResult(frac, mu, var, n_data, n_inits, seed, gamma, "rao-blackwell" if rb is not None else "plain",
                        how, plain, rb, path_used, path_note, regime(g), ks, ks_note, layer_stats, label_frac, notes,
                        device, time.perf_counter() - t0, units)
-
-
-
-def run(args) -> int:
-    """``igbsym probe`` (validation/probe_report.py)."""
-    from . import probe_report
-    return probe_report.run(args)

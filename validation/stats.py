@@ -39,13 +39,13 @@ class Estimate:
         return f"{self.value:.5g} ± {self.se:.2g} ({self.method}, n={self.n})"
 
 
-def _np(x) -> np.ndarray:
+def as_numpy(x) -> np.ndarray:
     return x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, float)
 
 
 def mean_se(x) -> Estimate:
     """Mean of i.i.d. units with its standard error."""
-    x = _np(x).ravel()
+    x = as_numpy(x).ravel()
     if x.size < 2:
         raise InputError(f"mean_se needs at least 2 units, got {x.size}")
     m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
@@ -59,7 +59,7 @@ def delta_method(fn, columns) -> tuple:
     central difference with relative step 1e-6 (exact for the polynomial / rational statistics used here to
     ≈1e-10 relative); SE = sqrt(∇fᵀ Σ ∇f / n) with Σ the unbiased covariance of the columns.
     """
-    X = np.stack([_np(c).ravel() for c in columns], axis=1)
+    X = np.stack([as_numpy(c).ravel() for c in columns], axis=1)
     n, k = X.shape
     if n < 2:
         raise InputError(f"delta_method needs at least 2 units, got {n}")
@@ -72,7 +72,7 @@ def delta_method(fn, columns) -> tuple:
 
 def ratio_estimate(a, b, method: str = "delta", n_boot: int = 2000, seed: int = 0) -> Estimate:
     """mean(a)/mean(b) over paired i.i.d. units with a delta-method or bootstrap standard error."""
-    a, b = _np(a).ravel(), _np(b).ravel()
+    a, b = as_numpy(a).ravel(), as_numpy(b).ravel()
     n = a.size
     if n < 2 or b.size != n:
         raise InputError(f"ratio_estimate needs paired arrays of >= 2 units, got {a.size} and {b.size}")
@@ -93,7 +93,7 @@ def ratio_estimate(a, b, method: str = "delta", n_boot: int = 2000, seed: int = 
 
 def gamma_units(mu, var, n_data: int, center: bool = False):
     """Per-init numerator and denominator units (a_i, b_i) of γ̂ (see module docstring); mu, var [I, K]."""
-    mu, var = _np(mu), _np(var)
+    mu, var = as_numpy(mu), as_numpy(var)
     if mu.ndim != 2 or mu.shape != var.shape:
         raise InputError(f"gamma: mu and var must both be [inits, nodes], got {mu.shape} and {var.shape}")
     if center:
@@ -115,21 +115,21 @@ def gamma_of(res, method: str = "delta") -> Estimate:
 
 def jitter_g0(g0, n_data: int, seed: int = 0) -> np.ndarray:
     """Continuous version of the discrete G0 = k/D: k/D + (U − 1/2)/D, clipped to [0, 1]."""
-    g = _np(g0).ravel()
+    g = as_numpy(g0).ravel()
     u = np.random.default_rng(seed).uniform(-0.5, 0.5, g.size)
     return np.clip(g + u / n_data, 0.0, 1.0)
 
 
 def ks_test(samples, cdf) -> tuple:
     """One-sample KS test: (statistic, p-value)."""
-    r = sps.kstest(_np(samples).ravel(), cdf)
+    r = sps.kstest(as_numpy(samples).ravel(), cdf)
     return float(r.statistic), float(r.pvalue)
 
 
 def binned_chi2(samples, cdf, n_bins: int = 20) -> tuple:
     """Binned χ² goodness of fit on equiprobable bins of the hypothesised law (cdf must be invertible
     numerically on the sample range): (statistic, p-value, dof)."""
-    x = np.sort(_np(samples).ravel())
+    x = np.sort(as_numpy(samples).ravel())
     n = x.size
     if n < 5 * n_bins:
         raise InputError(f"binned_chi2 needs at least 5 samples per bin ({5 * n_bins}), got {n}")
@@ -147,7 +147,7 @@ def pdf_chi2(samples, pdf, n_bins: int = 30, lo: float = -math.inf, hi: float = 
     extremes moved out by ``pad`` sample standard deviations, clipped to the support [lo, hi]; the mass beyond
     them is negligible against the per-bin count for the laws used here (stated by the caller).
     Returns (statistic, p-value, dof = n_bins − 1); quantile edges cost no degree of freedom asymptotically."""
-    x = _np(samples).ravel()
+    x = as_numpy(samples).ravel()
     n = x.size
     if n < 5 * n_bins:
         raise InputError(f"pdf_chi2 needs at least 5 samples per bin ({5 * n_bins}), got {n}")

@@ -29,6 +29,7 @@ from igbsym.errors import InputError
 
 from . import datasets, models
 
+TORCH_LINEAR, TORCH_CONV = nn.Linear, nn.Conv2d    # torch's classes (subclasses too), not igbsym ops
 ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Identity: "identity"}
 SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
              "AdaptiveAvgPool2d(1), Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
@@ -70,9 +71,9 @@ def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
         return O.Act("gelu")
     if kind is nn.Flatten and mod.start_dim == 1 and mod.end_dim == -1:
         return O.Flatten()
-    if isinstance(mod, nn.Linear):
-        return O.Dense(mod.out_features, *_law(mod, nn.Linear, zero_bias, notes, name))
-    if isinstance(mod, nn.Conv2d):
+    if issubclass(kind, TORCH_LINEAR):
+        return O.Dense(mod.out_features, *_law(mod, TORCH_LINEAR, zero_bias, notes, name))
+    if issubclass(kind, TORCH_CONV):
         if mod.groups != 1 or _single(mod.dilation, "dilation", name) != 1 or mod.padding_mode != "zeros" \
                 or isinstance(mod.padding, str):
             raise InputError(f"module {name!r} (Conv2d): groups, dilation, string padding or padding_mode "
@@ -80,7 +81,7 @@ def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
                              "zeros padding")
         return O.Conv2d(mod.out_channels, _single(mod.kernel_size, "kernel_size", name),
                         _single(mod.stride, "stride", name), _single(mod.padding, "padding", name),
-                        *_law(mod, nn.Conv2d, zero_bias, notes, name))
+                        *_law(mod, TORCH_CONV, zero_bias, notes, name))
     if kind is nn.LayerNorm:
         return O.LayerNorm()
     if kind is getattr(nn, "RMSNorm", None):

@@ -32,19 +32,19 @@ Default σ_w = √2 (igbsym.spec.SIGMA_W: the papers' Kaiming setting).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import mpmath
 import numpy as np
-from mpmath import libmp
 import sympy as sp
 
 from .. import activations as acts
 from .. import mehler
-from .. import gauss, spec
+from .. import engine, gauss, spec
 from .. import ops as O
-from ..errors import InputError, NumericalError
+import dataclasses
+
+from .. import params as P
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
 
@@ -101,377 +101,9 @@ def _kind(activation, norm, placement):
     return "homogeneous" if activation in _SLOPE else ("srelu" if activation == "srelu" else "smooth")
 
 
-def _scale_free(ops) -> bool:
-    """Every op commutes with a rescaling of the state (positively homogeneous φ, norms, Dense): q can be reset."""
-    return all(not isinstance(op, O.Act) or acts.get(op.name).homogeneous for op in ops)
-
-
-def _stationary(old, new, tol, older=None):
-    """The block map has reached its fixed point to ``tol`` relative (q too, unless φ is linear there): elementwise
-    (a bool array on the NumPy route, a bool on mpmath). With ``older`` (the state before ``old``) the step is
-    divided by 1 − ρ, ρ = |e_new − e_old|/|e_old − e_older| the contraction (where ρ < 1): the distance to the fixed
-    point is ρ/(1 − ρ) steps, so a slow contraction is not taken for convergence (gelu + RMSNorm after φ, ρ = 0.93,
-    stopped 1.3e-14 short of the fixed point)."""
-    mp = isinstance(new.e, mpmath.mpf)
-    absf = abs if mp else (lambda v: np.abs(np.asarray(v, float)))
-    factor = 1
-    if older is not None:
-        step, before = absf(new.e - old.e), absf(old.e - older.e)
-        if mp:
-            factor = 1 - step / before if step < before else 1
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                factor = np.where(step < before, 1 - step / np.where(before > 0, before, 1.0), 1.0)
-    ok = [absf(x - y) <= tol * factor * absf(y) for x, y in ((old.c, new.c), (old.e, new.e))]
-    q_ok = absf(old.q - new.q) <= tol * factor * absf(new.q)
-    if mp:
-        return ok[0] and ok[1] and q_ok
-    return ok[0] & ok[1] & (q_ok | (np.asarray(new.q, float) < gauss.Q_LINEAR))
-
-
-def _fast_homogeneous(ops) -> bool:
-    """The block acts on (c, 1 − c) through a positively homogeneous φ only (norms before φ or RMSNorm after
-    rescale; Dense keeps c): the map is k_s on (c, e) alone."""
-    kinds = [type(op) for op in ops]
-    act = kinds.index(O.Act)
-    return acts.get(ops[act].name).homogeneous and all(
-        k in (O.Dense, O.RMSNorm) or (k is O.LayerNorm and i < act) for i, k in enumerate(kinds) if i != act)
-
-
-def _homogeneous_gammas(L, slope, start=(0.0, 1.0)):
-    """γ_l, l = 1..L, of the (leaky) ReLU depth law, iterating (c, e = 1 − c) with t = arccos c from e, from the
-    state ``start`` = (c, e) (the data: (0, 1))."""
-    r = O.slope_ratio(slope)
-    c0, e0 = (np.broadcast_to(np.asarray(v, float), r.shape) for v in start)
-    if 0 < r.size <= 8 and r.ndim:      # a few points: the scalar loop per point is faster than array ufuncs
-        cols = [_homogeneous_gammas(L, float(s_), (float(c_), float(e_)))
-                for s_, c_, e_ in zip(np.asarray(slope, float).ravel(), c0.ravel(), e0.ravel())]
-        return [np.array([col[i] for col in cols]).reshape(r.shape) for i in range(L)]
-    if r.ndim == 0:
-        r = float(r)
-        c, e, out = float(c0), float(e0), []
-        for _ in range(L):
-            t = 2 * math.asin(math.sqrt(e / 2))
-            g = (t * t * t * (1 / 3 - t * t * (1 / 30 - t * t * (1 / 840 - t * t * (1 / 45360 - t * t / 3991680))))
-                 if t < 0.1 else math.sin(t) - t * math.cos(t))
-            c, e = (r / math.pi if c == 0 else c + r * (math.sin(t) - t * c) / math.pi), max(e - r * g / math.pi, 0.0)
-            if e < O.E_MIN:
-                raise NumericalError(f"1 - c = {e:.3g}: gamma exceeds the double range")
-            out.append(np.float64(c / e))
-        return out
-    c, e, out = np.array(c0), np.array(e0), []
-    for _ in range(L):
-        t = 2 * np.arcsin(np.sqrt(e / 2))
-        c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * O.sin_minus_tcos(t) / np.pi, 0.0)
-        if (e < O.E_MIN).any():
-            raise NumericalError(f"1 - c = {float(e.min()):.3g}: gamma exceeds the double range")
-        out.append(c / e)
-    return out
-
-
-def _mp_homogeneous_gamma(L, slope, start=None):
-    """γ_L of the (leaky) ReLU depth law at the working mpmath precision: the same (c, e = 1 − c) iteration as
-    spec's mpmath Act map, in one loop on mpmath's raw numbers (``mpmath.libmp``) with 24 guard bits (the generic op
-    composition cost ~1 ms a layer, the mpf loop ~150 µs: 35 s for the two references at L = 1e5). sin t − t cos t
-    is evaluated with the 2 log2(1/t) bits its cancellation loses added to the precision."""
-    prec = mpmath.mp.prec + 24
-    with mpmath.workprec(prec):
-        rpi = (O.slope_ratio(mpmath.mpf(slope)) / mpmath.pi)._mpf_
-        c, e = (mpmath.mpf(0), mpmath.mpf(1)) if start is None else (mpmath.mpf(start[0]), mpmath.mpf(start[1]))
-    c, e = c._mpf_, e._mpf_
-    add, sub, mul = libmp.mpf_add, libmp.mpf_sub, libmp.mpf_mul
-    quarter, eps = libmp.from_rational(1, 4, prec), libmp.mpf_shift(libmp.fone, 4 - prec)
-    carry_c = True
-    for _ in range(L):
-        if carry_c and libmp.mpf_lt(e, quarter) and libmp.mpf_le(libmp.mpf_abs(sub(add(c, e, prec), libmp.fone,
-                                                                                   prec)), eps):
-            carry_c = False          # once c > 3/4, c = 1 − e loses nothing: carry e alone (half the cost a layer)
-        t = libmp.mpf_shift(libmp.mpf_asin(libmp.mpf_sqrt(libmp.mpf_shift(e, -1), prec), prec), 1)
-        wp = prec + max(0, -2 * (t[2] + t[3])) + 8 if t != libmp.fzero else prec
-        cos_t, sin_t = libmp.mpf_cos_sin(t, wp)
-        if carry_c:
-            c = rpi if c == libmp.fzero else add(c, mul(rpi, sub(sin_t, mul(t, c, wp), wp), prec), prec)
-        e = sub(e, mul(rpi, sub(sin_t, mul(t, cos_t, wp), wp), prec), prec)
-    c, e = mpmath.mpf(c), mpmath.mpf(e)
-    return (c if carry_c else 1 - e) / e
-
-
-RATIO_GAP = 1e-3    # the geometric tail needs e_(l+1)/e_l < 1 - RATIO_GAP: a decay to 0, not a nonzero fixed point
-
-
-def _geometric(q_old, q_new, ratio, prev, tol) -> bool:
-    """1 − c decays geometrically at a fixed q: the ratio e_(l+1)/e_l has settled to ``tol``·(1 − ratio)² (the
-    remaining layers' ratios differ from it by a geometrically decaying amount whose sum, over all layers, is
-    below tol relative), with ratio < 1 − RATIO_GAP and q at its fixed point. The gap: near a nonzero fixed
-    point e* the ratio is 1 − O(ulp) and two rounded ratios can be equal, which passed the test and extrapolated
-    e·ratio^k over 1e5 layers (gelu + LayerNorm at L = 1e5: 3.17365588773 for 3.17365588639, 4e-10 off)."""
-    if prev is None:
-        return False
-    if isinstance(ratio, mpmath.mpf):
-        return (ratio < 1 - RATIO_GAP and abs(ratio - prev) <= tol * (1 - ratio) ** 2) and (
-            abs(q_old - q_new) <= tol * abs(q_new) or q_new < gauss.Q_LINEAR)
-    ratio, prev, q_old, q_new = (np.asarray(v, float) for v in (ratio, prev, q_old, q_new))
-    ok = (ratio < 1 - RATIO_GAP) & (np.abs(ratio - prev) <= tol * (1 - ratio) ** 2)   # per point (NumPy)
-    return ok & ((np.abs(q_old - q_new) <= tol * np.abs(q_new)) | (q_new < gauss.Q_LINEAR))
-
-
-def _geometric_tail(new, ratio, rest, backend, where, layer, last):
-    """γ at the remaining ``rest`` layers when e = 1 − c decays by ``ratio`` a layer (c + e = 1 is kept:
-    c_k = c + e − e_k); NumPy raises NumericalError at the first layer where e leaves the double range."""
-    if backend != "numpy":
-        ks = [rest] if last else range(1, rest + 1)
-        return [(new.c + new.e - new.e * ratio**k) / (new.e * ratio**k) for k in ks]
-    ks = np.arange(1, rest + 1).reshape((-1,) + (1,) * np.ndim(ratio))
-    with np.errstate(under="ignore"):
-        e = new.e * np.exp(ks * np.log(ratio))       # e·ratio^k without k-fold rounding of a product
-    if (e < O.E_MIN).any():
-        k = int(np.argmax((e < O.E_MIN).reshape(rest, -1).any(axis=1)))
-        rate = float(np.max(np.where(e[k] < O.E_MIN, ratio, 0.0)))     # the ratio of a point that left the range
-        raise NumericalError(f"{where} at layer {layer + 2 + k}: 1 - c = {float(e[k].min()):.3g} < {O.E_MIN:g}: "
-                             "gamma = c/(1-c) exceeds the double range (1 - c decays geometrically, ratio "
-                             f"{rate:.6g} a layer)")
-    return list((new.c + new.e - e) / e)
-
-
-SPAN = 256          # NumPy: the geometric tail's ratio is measured over this many layers, not one
-
-
-def _span_ratio(geo, ratio, anchor, new, layer, rest, done):
-    """The NumPy geometric tail e·ρ^k multiplies the error of ρ by k: a one-layer ratio of two rounded e's (~1e-15)
-    was 1e-11 off at k ~ 3000 (sigmoid + RMSNorm after φ, σ_w = 6, L = 3000; over 256 layers 2e-13). A point where
-    the decay is first seen is anchored (its e and layer) and walks SPAN more layers; its tail then takes
-    ρ = (e/e_anchor)^(1/SPAN). Points with at most SPAN layers left take the one-layer ratio (error <= SPAN·1e-15).
-    Returns (the points to take the tail now, their ratios, the anchors)."""
-    shape = np.shape(new.e)
-    if anchor is None:
-        anchor = (np.full(shape, np.nan), np.full(shape, -1))
-    e0, l0 = anchor
-    free = ~np.asarray(done, bool)
-    start = np.asarray(geo, bool) & free & (l0 < 0) & (rest > SPAN)
-    e0, l0 = np.where(start, new.e, e0), np.where(start, layer, l0)
-    ready = free & (l0 >= 0) & (layer - l0 == SPAN)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        spanned = np.exp(np.log(np.asarray(new.e, float) / e0) / SPAN)
-    now = (np.asarray(geo, bool) & free & (l0 < 0)) | ready
-    return now, np.where(ready, spanned, ratio), (e0, l0)
-
-
-def _freeze(frozen, mask, new):
-    """``frozen`` with the points in ``mask`` set to ``new`` (NumPy): the states of the points whose remaining
-    layers are already known (a fixed point or a tail), so that later layers leave them as they are."""
-    if frozen is None:
-        return new
-    return dataclasses.replace(frozen, **{k: np.where(mask, getattr(new, k), getattr(frozen, k)) for k in "qcem"})
-
-
-def _affine(ops, state, new, tol, backend, rest):
-    """Per point: the block map is affine in c to the working precision, c' = (c + β)/(1 + β): φ comes first and
-    the q entering it is below 1e-60 (NumPy, where its linear branch is exactly this map) or 1e-40 with the final c
-    below 10^-(dps+5) (mpmath: the next terms are O(c) relative) and stays fixed (a norm after φ resets it). Then
-    1 − c = e/(1 + β)^k exactly, with no fixed point for ~1/β layers: the iteration would walk every layer
-    (gelu + RMSNorm after φ at L = 1e5, σ_w = 1e-320: 27 s a precision). Returns the mask and β = (c' − c)/e'."""
-    if not isinstance(ops[0], O.Act):
-        return False, None
-    if backend != "numpy":   # the map's next terms are O(c) relative: c_L ~ c + rest·β must be below the precision
-        beta = (new.c - state.c) / new.e
-        ok = state.q < mpmath.mpf("1e-40") and abs(new.q - state.q) <= tol * new.q and beta > 0
-        return ok and new.c + rest * beta < mpmath.mpf(10) ** (-mpmath.mp.dps - 5), beta
-    q_old, q_new = np.asarray(state.q, float), np.asarray(new.q, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        beta = (np.asarray(new.c, float) - state.c) / new.e
-    return (q_old < gauss.Q_LINEAR) & (q_old == q_new) & (beta > 0), beta
-
-
-def _affine_tail(new, beta, rest, backend, last):
-    """γ at the remaining ``rest`` layers of the affine map (``_affine``): (expm1(k·log1p β) + c)/e."""
-    if backend != "numpy":
-        ks = [rest] if last else range(1, rest + 1)
-        return [(mpmath.expm1(k * mpmath.log1p(beta)) + new.c) / new.e for k in ks]
-    ks = np.arange(1, rest + 1).reshape((-1,) + (1,) * np.ndim(beta))
-    return list((np.expm1(ks * np.log1p(beta)) + new.c) / new.e)
-
-
-RHO_CLEAR = 1e4     # Steffensen's contraction estimate d2/d1 is used only where |d1| > RHO_CLEAR·tol·|v|
-
-
-def _steffensen(step, state, tol, rest, start=None):
-    """The chaotic-phase fixed point c* = F(c*) of the block map at a fixed q (mpmath route, and NumPy per point
-    where q is fixed or rescaled), by Steffensen's iteration from ``start`` (default ``state``, the iterate reached;
-    quadratic convergence: a few maps instead of ~dps/log10(1/ρ) layers). Returns the fixed-point state if the
-    iteration converges to ``tol`` with contraction ρ = F'(c*) < 1 − 1e-3 and ρ^rest·|c − c*| below tol (then every
-    remaining layer equals c* to the working precision), else None. Works on NumPy 0-d states too (``_np_hint``)."""
-    x0, rho = (state if start is None else start), None
-
-    def at(x, v):
-        return O.State(x.q, 1 - v, v, x.m) if k == "e" else O.State(x.q, v, 1 - v, x.m)
-    for _ in range(12):
-        # extrapolate the smaller of c and e = 1 − c (both are carried): c near 1 set as 1 − c left e with the error
-        # of c divided by e (gelu + RMSNorm after φ at σ_w = 9.99, γ = 232: 1.8e-11 off on NumPy)
-        k = "e" if x0.e < 0.5 else "c"
-        x1 = step(x0)
-        x2 = step(x1)
-        v0, v1, v2 = (getattr(x, k) for x in (x0, x1, x2))
-        d1, d2 = v1 - v0, v2 - v1
-        if abs(d1) <= tol * abs(v1) and abs(d2) <= tol * abs(v2):
-            # x0 is the fixed point to the working precision (d2 may be a rounding of it: at 30 digits d1 = 0 with
-            # d2 = 1e-31 returned None, and gelu + RMSNorm after φ iterated the layers at 0.4 s each)
-            if rho is None or abs(rho) ** rest * abs(getattr(state, k) - v2) > tol * abs(v2):
-                return None
-            return x2
-        if d1 == 0:
-            return None
-        if abs(d1) > RHO_CLEAR * tol * abs(v1):
-            # ρ only from steps clear of rounding: near the fixed point d2/d1 is a ratio of roundings, and an accepted
-            # noise ρ jumped silu + LayerNorm before φ at L = 300 to c* (NumPy 1.9e-9 off; ρ = 0.94, 236 layers left)
-            rho = d2 / d1
-            if not (0 <= abs(rho) < 1 - mpmath.mpf("1e-3")):
-                return None
-        v = v2 - d2 * d2 / (d2 - d1)
-        if not 0 < v < 1:
-            return None
-        if abs(v - v2) <= tol * abs(v):
-            if rho is None or abs(rho) ** rest * abs(getattr(state, k) - v) > tol * abs(v):
-                return None
-            return at(x2, v)
-        x0 = at(x2, v)
-    return None
-
-
-def _block_step(ops, backend, free):
-    """The block map on a state (the ops composed); where the path is scale-free (``free``) q is reset to 1 after it."""
-    def step(st):
-        for op in ops:
-            with np.errstate(over="ignore", under="ignore"):
-                st = op.map(st, backend)
-        return O.State(1 + 0 * np.nan_to_num(st.q) if backend == "numpy" else 1 + 0 * st.q, st.c, st.e, st.m) \
-            if free else st
-    return step
-
-
-def _np_hint(activation, norm, placement, a, sigma_w, B, state, free, rest):
-    """c* of the block map in double precision (NumPy maps, Steffensen from the mpmath ``state``): the start of the
-    mpmath Steffensen iteration, which then needs 2-3 maps instead of ~15 (gelu + RMSNorm after φ at σ_w = 4.5:
-    0.4-0.8 s a map). None where the NumPy maps leave their range or do not converge."""
-    step = _block_step(block(activation, norm, placement, float(a), float(sigma_w), B, "numpy"), "numpy", free)
-    x = O.State(*(np.float64(float(v)) for v in (state.q, state.c, state.e, state.m)))
-    converged, _, c, _, _ = _np_fixed_points(lambda i: step, x, rest, 64 * np.finfo(float).eps)
-    return mpmath.mpf(float(c)) if converged else None
-
-
-def _np_fixed_points(point_step, state, rest, tol=16 * np.finfo(float).eps):
-    """Per point of a NumPy state (any shape): (converged mask, q*, c*, e*, m*) of the block map's fixed point by
-    Steffensen's iteration on that point alone (``point_step(i)``: its block map) to ``tol``, so an array call gives
-    each point its scalar call's value; a point whose maps leave their range does not converge."""
-    shape = np.shape(state.c)
-    out = [np.zeros(shape, bool)] + [np.array(np.broadcast_to(getattr(state, k), shape), float) for k in "qcem"]
-    for i in np.ndindex(shape):
-        x = O.State(*(np.float64(np.asarray(getattr(state, k), float)[i] if np.ndim(getattr(state, k)) else
-                                 getattr(state, k)) for k in "qcem"))
-        try:
-            with np.errstate(all="ignore"):
-                fx = _steffensen(point_step(i), x, tol, rest)
-        except (NumericalError, InputError, OverflowError, ValueError, ZeroDivisionError):
-            fx = None
-        if fx is not None and 0 < float(fx.c) < 1:
-            out[0][i] = True
-            for arr, k in zip(out[1:], "qcem"):
-                arr[i] = float(getattr(fx, k))
-    return out
-
-
-KAPPA_1 = 1 / math.sqrt(2 * math.pi)     # srelu's layer-1 shift in units of the input rms (centres layer 1 exactly)
-
-
-class _ShiftCancels(Exception):
-    """Raised inside the NumPy srelu path where E φ = 1/√(2π) − κ cancels; ``_srelu_points`` re-evaluates."""
-
-
-def _srelu_points(L, a, sigma_w, where, last):
-    """The NumPy srelu path, except where κ returns to κ₁ (σ_w²·S ≈ 1, e.g. σ_w ≈ √(2π/(π − 1)) = 1.713 at layer
-    2): there E φ = 1/√(2π) − κ is a difference of nearly equal doubles, c' = (E φ)²/S at the next layer is all
-    of it, and the double route lost up to every digit (1e-4 relative at σ_w = 1.713(1 + 1e-12)). Such a point is
-    evaluated on the mpmath route at 40 digits, the others on NumPy one by one (the array call = the scalar
-    calls)."""
-    try:
-        return _srelu_path(L, a, sigma_w, "numpy", where, last)
-    except _ShiftCancels:
-        pass
-    out = None
-    for i in np.ndindex(a.shape):
-        try:
-            g = _srelu_path(L, a[i], sigma_w[i], "numpy", where, last)
-        except _ShiftCancels:
-            with mpmath.workdps(40):
-                g = _srelu_path(L, mpmath.mpf(float(a[i])), mpmath.mpf(float(sigma_w[i])), "mpmath", where, last)
-            if not all(mpmath.isfinite(x) and abs(x) < 1e300 for x in g):
-                raise NumericalError(f"{where}: gamma exceeds the double range (the mpmath route gives "
-                                     f"{mpmath.nstr(max(g), 5)})") from None
-            g = [float(x) for x in g]
-        out = out or [np.empty(a.shape) for _ in g]
-        for o, x in zip(out, g):
-            o[i] = x
-    return out
-
-
-def _srelu_path(L, a, sigma_w, backend, where, last):
-    """γ_l of the no-norm SReLU MLP without overflow at any σ_w: the block φ(x) = relu(x) − k then Dense is
-    positively homogeneous in (x, k), so the state is carried at q = 1 with the shift relative to the input rms,
-    κ = k/√q (κ₁ = 1/√(2π): layer 1 is centred exactly), κ' = κ/√q'. Where κ settles the remaining layers follow
-    the fixed-point or geometric shortcuts of ``path``; where κ falls below the working precision (σ_w large: the
-    shift no longer matters) the remaining layers are the ReLU law from the current (c, e); where κ overflows (σ_w
-    tiny: the shift dominates) 1 − c ~ 1/κ² and γ is beyond the double range."""
-    mp = backend == "mpmath"
-    if mp:
-        kappa, tol = 1 / mpmath.sqrt(2 * mpmath.pi), mpmath.mpf(10) ** (2 - mpmath.mp.dps)
-        state = O.input_state("mpmath")
-    else:
-        a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
-        kappa, tol = np.full(a.shape, KAPPA_1), 4 * np.finfo(float).eps
-        state = O.State(np.ones(a.shape), np.zeros(a.shape), np.ones(a.shape), np.zeros(a.shape))
-    sqrt = mpmath.sqrt if mp else np.sqrt
-    out, prev, ratio = [], None, None
-    for layer in range(L):
-        if not mp and layer and np.any(O.SHIFT_CANCEL * np.abs(kappa - KAPPA_1) < kappa):
-            raise _ShiftCancels
-        new = O.Act("srelu", a, kappa).map(state, backend)        # the Dense after it keeps (c, e), q' = σ_w² S
-        with np.errstate(over="ignore", divide="ignore"):
-            k_new = kappa / sigma_w / sqrt(new.q)
-        new = O.State(1 + 0 * new.q, new.c, new.e, 0 * new.m)
-        if not mp:
-            if not np.all(np.isfinite(k_new)):
-                raise NumericalError(f"{where} at layer {layer + 2}: the shift dominates (shift/rms > 1e308): "
-                                     "1 - c < 1e-300, gamma exceeds the double range")
-            O.check_state(new, f"{where} at layer {layer + 1}")
-        out.append(new.gamma)
-        rest = L - layer - 1
-        if not rest:
-            break
-        small = (k_new <= tol * (1 - k_new / kappa)) if mp else bool(np.all(k_new <= tol * (1 - k_new / kappa)))
-        if small:       # the shift's remaining effect, Σ κ_k <= κ/(1 − ratio), is below the working precision
-            tail = (_mp_homogeneous_gamma(rest, 0, (new.c, new.e)) if mp
-                    else _homogeneous_gammas(rest, 0.0 * a, (new.c, new.e)))
-            out += [tail] if mp else tail
-            break
-        if layer and np.all(_stationary(O.State(kappa, state.c, state.e, 0), O.State(k_new, new.c, new.e, 0), tol)):
-            out += [new.gamma] * rest
-            break
-        ratio = new.e / state.e if layer else None
-        if np.all(_geometric(kappa, k_new, ratio, prev, tol)):
-            out += _geometric_tail(new, ratio, rest, backend, where, layer, last)
-            break
-        state, kappa, prev = new, k_new, ratio
-    return out[-1:] if last else out
-
-
 def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma", last=False):
-    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L); ``last``: only γ_L.
-
-    Composes the ops' maps block by block from the data state and resets q = 1 after each block when every op is
-    scale-free (so q never overflows). Exact shortcuts, so that the cost does not grow with L: at a fixed point
-    of the block map the remaining layers repeat it; where 1 − c decays geometrically at a fixed q (the ordered
-    phase: the map is e → ρe to the working precision once e is small) the remaining layers are e·ρ^k; on the
-    mpmath route the chaotic-phase fixed point c* is found by Steffensen's iteration.
-    NumPy: raises NumericalError where 1 − c leaves the double range or the state leaves a route's range."""
+    """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L; ``last``: only γ_L):
+    the first Dense, then L blocks, walked by the layer engine (igbsym.engine.walk, with its exact shortcuts)."""
     if backend == "numpy":
         a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
     if activation == "srelu" and norm != "none":
@@ -479,136 +111,7 @@ def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", wh
         # every norm removes the scale: γ does not depend on σ_w (σ_w = 1 exactly; no overflow at σ_w = 1e308)
         sigma_w = np.ones(np.shape(sigma_w)) if backend == "numpy" else mpmath.mpf(1)
     ops = block(activation, norm, placement, a, sigma_w, B, backend)
-    if backend == "numpy" and _fast_homogeneous(ops):
-        try:
-            return _homogeneous_gammas(L, acts.get(activation).slope_at(a) + 0.0 * sigma_w)
-        except NumericalError as exc:
-            raise NumericalError(f"{where}: {exc}") from None
-    if activation == "srelu" and norm == "none":
-        try:
-            return (_srelu_points(L, a, sigma_w, where, last) if backend == "numpy"
-                    else _srelu_path(L, a, sigma_w, backend, where, last))
-        except NumericalError as exc:
-            raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    if activation in mehler.ACTIVATIONS and norm == "rmsnorm" and placement == "post":
-        routed = _mehler_split(L, activation, norm, placement, a, sigma_w, B, backend, where, last)
-        if routed is not None:
-            return routed
-    # a norm first in the block is scale-invariant on a Dense output (m = 0): q is reset to 1 after every block, so
-    # σ_w² q may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ
-    free = _scale_free(ops) or isinstance(ops[0], (O.LayerNorm, O.RMSNorm, O.BatchNorm))
-    state = O.Dense(None, sigma_w).map(O.input_state(backend), backend)
-    if isinstance(ops[0], (O.LayerNorm, O.RMSNorm, O.BatchNorm)):   # the norm resets q: σ_w² may underflow to 0
-        state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
-    tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
-
-    step = _block_step(ops, backend, free)
-
-    def point_step(i):   # the block map of point i alone (NumPy)
-        return _block_step(block(activation, norm, placement, a[i], sigma_w[i], B, backend), backend, free)
-
-    out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
-    anchor = None     # NumPy: (e, layer) per point where the geometric decay was first seen (``_span_ratio``)
-    try:
-        for layer in range(L):
-            new = step(state)
-            if backend == "numpy":
-                if np.any(done):      # a point at its fixed point stays there: the array call = the scalar call
-                    new = _freeze(new, done, frozen)
-                O.check_state(new, f"{where} at layer {layer + 1}")
-            out.append(new.gamma)
-            rest = L - layer - 1
-            if layer:
-                newly = _stationary(state, new, tol, older) & ~np.asarray(done, bool)
-                if (backend == "numpy" and layer in (1, 4, 16, 64) and rest > 20
-                        and (free or np.array_equal(state.q, new.q))):   # q at its fixed point (a norm after φ)
-                    fixed = _np_fixed_points(point_step, new, rest)   # Steffensen per point: ~20 maps, not ~500
-                    newly = newly | (fixed[0] & ~np.asarray(done, bool))
-                    new_fixed = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
-                                                            for k, v in zip("qcem", fixed[1:])})
-                else:
-                    new_fixed = new
-                if np.any(newly):
-                    frozen = _freeze(frozen, newly, new_fixed)
-                done = done | newly
-                if np.all(done):
-                    out += [(new_fixed if frozen is None else frozen).gamma] * rest
-                    break
-            ratio = new.e / state.e if layer else None
-            aff, beta = _affine(ops, state, new, tol, backend, rest) if layer and rest else (False, None)
-            geo = rest and _geometric(state.q, new.q, ratio, prev, tol)
-            rate = ratio
-            if backend == "numpy" and layer and rest:
-                geo, rate, anchor = _span_ratio(geo, ratio, anchor, new, layer, rest, done)
-            shortcuts = ((aff, lambda m: _affine_tail(new, np.where(m, beta, 0.0) if backend == "numpy" else beta,
-                                                      rest, backend, last)),
-                         (geo, lambda m: _geometric_tail(new, np.where(m, rate, 1.0) if backend == "numpy" else rate,
-                                                         rest, backend, where, layer, last)))
-            finished = False
-            for mask, tail in shortcuts:
-                if backend != "numpy":
-                    if mask:
-                        out, finished = out + tail(mask), True
-                        break
-                    continue
-                # per point, so an array call gives each point its scalar value: the points' remaining layers are
-                # their tails (written into ``out`` below), and they stay frozen meanwhile
-                mask = mask & ~np.asarray(done, bool)
-                if np.any(mask):
-                    tails.append((mask, layer, tail(mask)))
-                    frozen, done = _freeze(frozen, mask, new), done | mask
-                    if np.all(done):
-                        out, finished = out + [frozen.gamma] * rest, True
-                        break
-            if finished:
-                break
-            if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
-                fixed = None
-                if not hinted:        # once: from the double-precision fixed point, if there is one
-                    hinted, c = True, _np_hint(activation, norm, placement, a, sigma_w, B, new, free, rest)
-                    if c is not None:
-                        fixed = _steffensen(step, new, tol, rest, O.State(new.q, c, 1 - c, new.m))
-                if fixed is None and abs(ratio - 1) < 0.05 and not plain:
-                    # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
-                    # later (each retry cost up to 24 maps: silu + RMSNorm after φ at L = 100 took > 200 s)
-                    plain, fixed = True, _steffensen(step, new, tol, rest)
-                if fixed is not None:
-                    out += [fixed.gamma] * (1 if last else rest)
-                    break
-            state, prev, older = new, ratio, state
-    except InputError as exc:
-        raise InputError(f"{where}: {exc}") from None
-    except NumericalError as exc:
-        raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    for mask, start, tail in tails:
-        for k, g in enumerate(tail):
-            out[start + 1 + k] = np.where(mask, g, out[start + 1 + k])
-    return out[-1:] if last else out
-
-
-def _mehler_split(L, activation, norm, placement, a, sigma_w, B, backend, where, last):
-    """GELU / SiLU with RMSNorm after φ at q = σ_w² <= mehler.Q_MAX: the block map at the fixed q is Mehler's power
-    series, iterated as a polynomial (igbsym/mehler.py; the nested quadrature a layer took > 60 s at σ_w = 1e-3,
-    L = 1e5). NumPy: the points with Q_LINEAR <= q <= Q_MAX (below, the linear branch's affine map in closed form);
-    the other points take ``path``. Returns None where no point is routed here."""
-    q = sigma_w**2
-    if backend != "numpy":
-        if not 0 < q <= mehler.Q_MAX:
-            return None
-        return [c / (1 - c) for c in mehler.mp_path(activation, q, L, last)]
-    small = (q >= gauss.Q_LINEAR) & (q <= mehler.Q_MAX)
-    if not small.any():
-        return None
-    out = [np.empty(a.shape) for _ in range(1 if last else L)]
-    if not small.all():
-        for o, g in zip(out, path(L, activation, norm, placement, a[~small], sigma_w[~small], B, backend, where,
-                                  last)):
-            o[~small] = g
-    for i in filter(lambda i: small[i], np.ndindex(a.shape)):
-        cs = mehler.np_path(activation, float(q[i]), L)
-        for o, c in zip(out, cs[-1:] if last else cs):
-            o[i] = c / (1 - c)
-    return out
+    return engine.walk((O.Dense(None, sigma_w),), ops, L, backend, where, last)
 
 
 def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma"):
@@ -633,8 +136,6 @@ def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma")
     """γ_L at the working mpmath precision (the reference route; the ops' mpmath maps composed)."""
     if _kind(activation, norm, placement) == "zero":
         return mpmath.mpf(0)
-    if _fast_homogeneous(block(activation, norm, placement, a, sigma_w, None, "mpmath")):
-        return _mp_homogeneous_gamma(L, acts.get(activation).slope_at(a))
     return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
                 where, last=True)[-1]
 
@@ -706,12 +207,12 @@ DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
            r"(u, u') \sim \mathcal{N}\left(0, q_l\begin{pmatrix}1 & c_l\\ c_l & 1\end{pmatrix}\right)"
            r"\quad\text{(norm placements: see summary)}")
 L_PARAM = Param("L", "integer", "number of hidden layers", structural=True, minimum=1, maximum=L_MAX)
-ACT = Param("activation", "choice", "activation function", choices=acts.names())
-A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
-SW = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the papers' "
-           "Kaiming setting (igbsym.spec.SIGMA_W)", default=O.SIGMA_W)
+ACT, A, SW = P.ACTIVATION, P.LEAKY_A, P.SIGMA_W_PARAM
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
+B_USED = dataclasses.replace(B_PARAM, used_when=lambda case: (case.get("norm") == "batchnorm"
+                                                              and case.get("placement", "pre") == "pre"),
+                             used_text="with norm=batchnorm placement=pre only")
 B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),   # B is integer: kept unevaluated
                    "B = inf (full batch) for activations other than relu and the odd ones: the mini-batch law "
                    f"({BN_FORM}) covers relu only", applies=lambda case: _needs_full_batch(case.get("activation")))
@@ -732,9 +233,7 @@ DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the
 register(ClosedForm(
     "depth.gamma", "gamma at the output of an L-hidden-layer MLP (infinite width, N(0, I) data, zero biases, "
                    "Kaiming weights) with an optional norm before (pre) or after (post) each activation.",
-    (L_PARAM, ACT, Param("norm", "choice", "normalisation layer", choices=NORMS, default="none"),
-     Param("placement", "choice", "norm before (pre) or after (post) the activation", choices=PLACEMENTS,
-           default="pre"), A, SW, B_PARAM),
+    (L_PARAM, ACT, P.NORM, P.PLACEMENT, A, SW, B_USED),
     Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE),
     builder=case, kernel=_kernel, display=DISPLAY, accuracy=DEPTH_ACCURACY,
     conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",

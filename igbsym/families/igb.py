@@ -13,6 +13,7 @@ import sympy as sp
 from scipy import special
 
 from .. import activations as acts
+from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv, ndtri_nearer, ndtri_symmetric
 from ..ops import SIGMA_W as KAIMING
@@ -150,7 +151,7 @@ register(ClosedForm(
 # --- gamma of one hidden layer ------------------------------------------------------------------------
 SIGMA_W = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the papers' "
                 "Kaiming setting (igbsym.spec.SIGMA_W, the one default of the library)", default=KAIMING)
-A_DEFAULT = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+A_DEFAULT = P.LEAKY_A
 _sw, _a = sp.Symbol("sigma_w", positive=True), sp.Symbol("a", real=True)
 
 
@@ -253,6 +254,6 @@ def _dps():
 
 register(ClosedForm(
     "igb.gamma", "gamma = Var_W(mu_c)/Var_chi(O_c) of a single-hidden-layer net (Kaiming weights, N(0, I) data).",
-    (Param("activation", "choice", "activation function", choices=acts.names()), SIGMA_W, A_DEFAULT),
+    (P.ACTIVATION, SIGMA_W, A_DEFAULT),
     Provenance(IGB, "Sec. 4.1, Eqs. 16-19; App. G (antisymmetric activations give 0)"), builder=gamma_case,
     kernel=_exact_gamma_kernel))

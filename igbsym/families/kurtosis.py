@@ -16,7 +16,7 @@ import sympy as sp
 from scipy import special
 
 from ..form import ClosedForm, Condition, Param, Provenance
-from ..numerics import power_product
+from ..numerics import power_product, times_exp
 from ..registry import register
 
 THESIS = "kurtosis-vanishing-empirical-variance.txt"
@@ -112,13 +112,13 @@ def _after_kernel(row):
         first, second = (p + off * e, 1.0) if row == 0 else (g + d * e, e)
         plus = (first - lam_m * second) / root
         minus = (lam_p * second - first) / root
-        scaled, growth = plus + r**L * minus, np.exp(L * np.log1p(delta))
-        value = (kappa0 * scaled) * growth
+        scaled, log_growth = plus + r**L * minus, L * np.log1p(delta)
+        value = times_exp(kappa0 * scaled, log_growth)
         # L = 0 is the input itself (the spectral terms cancel to e0 there: c_0 = 1 came back as -1 at kappa0 = 1.8e308)
         if row == 0:
             return np.where(L == 0, kappa0, value)
         # c_L = sigma2² (e_L - 1); where e_L overflows, c_L ~ sigma2² kappa0 scaled growth may still be a double
-        big = power_product([(sigma2, 2), (kappa0, 1), (np.abs(scaled), 1), (growth, 1)], np.sign(scaled))
+        big = times_exp(power_product([(sigma2, 2), (kappa0, 1), (np.abs(scaled), 1)], np.sign(scaled)), log_growth)
         return np.where(L == 0, c0, np.where(np.isfinite(value), sigma2 * (sigma2 * (value - 1)), big))
     return kernel
 

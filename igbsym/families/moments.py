@@ -14,12 +14,12 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .. import activations as acts
+from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import get, register
-from .resnet import L_NESTED, RANGE
-from ..engine import chi_path
-from ..ops import SIGMA_W, Act, State
+from ..params import L_NESTED, RANGE
+from ..engine import chi_last
+from ..ops import Act, State
 from ..spec import mlp_ops, resnet_ops
 
 LABATIE = "moments-well-behaved-vs-pathological.txt"
@@ -40,35 +40,43 @@ register(ClosedForm(
     limit=lambda gamma: 0 if gamma == mpmath.inf else None))
 
 
-def sensitivity_ops(L, architecture, activation, alpha, a, sigma_w):
-    """The ops of the four architectures of Labatie Secs. 5–7 (full-batch BN)."""
+EMBEDDINGS = {"kaiming": None, "unit": 1}   # the residual trunk starts at variance sigma_w^2, or 1 (LeCun)
+
+
+def sensitivity_ops(L, architecture, activation, alpha, a, sigma_w, H=1, embedding="kaiming"):
+    """The ops of the four architectures of Labatie Secs. 5–7 (full-batch BN); residual units of H layers."""
+    emb = EMBEDDINGS[embedding]
     return {"vanilla": lambda: mlp_ops(L, activation, "none", "pre", a, sigma_w),
             "bn_feedforward": lambda: mlp_ops(L, activation, "batchnorm", "pre", a, sigma_w),
-            "resnet": lambda: resnet_ops(L, activation, alpha, "none", "pre", "linear-first", a, sigma_w),
-            "bn_resnet": lambda: resnet_ops(L, activation, alpha, "batchnorm", "pre", "linear-last", a, sigma_w),
+            "resnet": lambda: resnet_ops(L, activation, alpha, "none", "pre", "linear-first", a, sigma_w,
+                                         layers=H, embedding=emb),
+            "bn_resnet": lambda: resnet_ops(L, activation, alpha, "batchnorm", "pre", "linear-last", a, sigma_w,
+                                            layers=H, embedding=emb),
             }[architecture]()
 
 
-def _chi_np(L, architecture, activation):
+def _chi_np(L, architecture, activation, H, embedding):
     def fn(alpha, a, sigma_w):
         alpha, a, sigma_w = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a, sigma_w)))
         out = np.empty(alpha.shape)
         for idx in np.ndindex(alpha.shape):
-            ops = sensitivity_ops(L, architecture, activation, float(alpha[idx]), float(a[idx]), float(sigma_w[idx]))
-            out[idx] = float(chi_path(ops)[-1][1])
+            ops = sensitivity_ops(L, architecture, activation, float(alpha[idx]), float(a[idx]), float(sigma_w[idx]),
+                                  H, embedding)
+            out[idx] = float(chi_last(ops))
         return out
     return fn
 
 
-def _chi_mp(L, architecture, activation):
+def _chi_mp(L, architecture, activation, H, embedding):
     def fn(alpha, a, sigma_w):
-        return chi_path(sensitivity_ops(L, architecture, activation, alpha, a, sigma_w), "mpmath")[-1][1]
+        return chi_last(sensitivity_ops(L, architecture, activation, alpha, a, sigma_w, H, embedding), "mpmath")
     return fn
 
 
-def sensitivity_case(L, architecture, activation):
-    return NumericRoute(_chi_np(L, architecture, activation), _chi_mp(L, architecture, activation),
-                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym/sensitivity.py)",
+def sensitivity_case(L, architecture, activation, H=1, embedding="kaiming"):
+    return NumericRoute(_chi_np(L, architecture, activation, H, embedding),
+                        _chi_mp(L, architecture, activation, H, embedding),
+                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym/engine: the ops' noise maps)",
                         "rounding only for relu/leaky_relu/identity; composite Gauss-Legendre for E[phi'(u)^2] and the "
                         "spec's quadrature for smooth activations", sp.Symbol("chi_L"))
 
@@ -81,6 +89,15 @@ def _quadrature_per_layer(case) -> bool:
 
 
 L_PARAM = Param("L", "integer", "layers or residual blocks", structural=True, minimum=1, maximum=L_MAX)
+H_MAX = 8
+
+
+def _residual(case) -> bool:
+    return case.get("architecture") in ("resnet", "bn_resnet")
+
+
+H_PARAM = Param("H", "integer", "layers per residual unit (Labatie's experiments use 2)", default=1, minimum=1,
+                maximum=H_MAX, structural=True, used_when=_residual, used_text="with architecture=resnet or bn_resnet only")
 QUADRATURE_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
                              f"L <= {L_NESTED} for vanilla and resnet with activations other than relu, leaky_relu, "
                              "identity, srelu (a fresh quadrature per layer, no fixed point to stop at)",
@@ -92,10 +109,13 @@ register(ClosedForm(
                            "Dense)), infinite width, N(0, I) data and an isotropic input noise.",
     (L_PARAM,
      Param("architecture", "choice", "network family of Labatie Secs. 5-7", choices=ARCHITECTURES),
-     Param("activation", "choice", "activation function", choices=acts.names()),
-     Param("alpha", "nonnegative", "residual branch scale (resnet, bn_resnet)", default=1.0),
-     Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01),
-     Param("sigma_w", "positive", "Kaiming gain of every Dense", default=SIGMA_W)),
+     P.ACTIVATION,
+     Param("alpha", "nonnegative", "residual branch scale (resnet, bn_resnet)", default=1.0,
+           used_when=_residual, used_text="with architecture=resnet or bn_resnet only"),
+     P.LEAKY_A, P.SIGMA_W_PARAM, H_PARAM,
+     Param("embedding", "choice", "residual trunk's embedding: kaiming (gain sigma_w: variance sigma_w^2) or unit "
+           "(LeCun, variance 1, as in Labatie's code)", choices=tuple(EMBEDDINGS), default="kaiming",
+           used_when=_residual, used_text="with architecture=resnet or bn_resnet only")),
     Provenance(LABATIE, "Sec. 3.1 (normalised sensitivity), Thms 2-3, Secs. 6-7",
                "chi^2 = (mu_2(dx_l)/mu_2(dx_0)) / (mu_2,c(x_l)/mu_2,c(x_0)); noise maps derived in "
                "derivations/moments.py (the paper's formulas are stripped in our copy)"),
@@ -121,11 +141,11 @@ def _homogeneous_excess(activation, a):
 
 
 def _homogeneous_kernel(kind):
-    """rate = log(p)/2 = log1p(p - 1)/2, exponent = (p - 1)/2, from _homogeneous_excess (the lambdified
-    log(p)/2 gave NaN at a = -1.8e308, where a² overflows)."""
-    def kernel(activation, a):
+    """rate = log(p)/2 = log1p(p - 1)/2, exponent = (p^H - 1)/2 = expm1(H log1p(p - 1))/2, from
+    _homogeneous_excess (no a² overflow, no cancellation in p - 1)."""
+    def kernel(activation, a, H=1):
         x = _homogeneous_excess(activation, a) + np.zeros(np.shape(a))
-        out = np.log1p(x) / 2 if kind == "rate" else x / 2
+        out = np.log1p(x) / 2 if kind == "rate" else np.expm1(H * np.log1p(x)) / 2
         return out[()] if np.ndim(out) == 0 else out
     return kernel
 
@@ -146,34 +166,38 @@ def _numeric_p(activation, backend):
 
 
 def _rate_case(kind):
-    def case(activation):
+    def case(activation, H=1):
         if Act(activation).closed_form:
             p = poincare_ratio(activation)
-            return sp.simplify(sp.log(p) / 2 if kind == "rate" else (p - 1) / 2)
+            return sp.simplify(sp.log(p) / 2 if kind == "rate" else (p**H - 1) / 2)
         np_p, mp_p = _numeric_p(activation, "numpy"), _numeric_p(activation, "mpmath")
         if kind == "rate":
             return NumericRoute(lambda a: np.log(np_p(a)) / 2, lambda a: mpmath.log(mp_p(a)) / 2,
                                 "p from activation.var and composite Gauss-Legendre E[phi'(Z)^2]", "1e-12 relative",
                                 sp.log(sp.Symbol("p")) / 2)
-        return NumericRoute(lambda a: (np_p(a) - 1) / 2, lambda a: (mp_p(a) - 1) / 2,
+        return NumericRoute(lambda a: np.expm1(H * np.log(np_p(a))) / 2,
+                            lambda a: mpmath.expm1(H * mpmath.log(mp_p(a))) / 2,
                             "p from activation.var and composite Gauss-Legendre E[phi'(Z)^2]", "1e-12 relative",
-                            (sp.Symbol("p") - 1) / 2)
+                            (sp.Symbol("p") ** H - 1) / 2)
     return case
 
 
-ACT_ALL = Param("activation", "choice", "activation function", choices=acts.names())
-A_PARAM = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+ACT_ALL = P.ACTIVATION
+A_PARAM = P.LEAKY_A
 register(ClosedForm(
-    "moments.bn_feedforward_rate", "Exponential growth rate of chi per layer of a batch-normalised feedforward net "
-                                   "(Dense, BN, phi): chi_{l+1}/chi_l = sqrt(p), p = E[phi'(Z)^2]/Var[phi(Z)] >= 1.",
+    "moments.bn_feedforward_rate", "Exponential growth rate ln(chi_{l+1}/chi_l) = (1/2) ln p of chi per layer of a "
+                                   "batch-normalised feedforward net (Dense, BN, phi), p = E[phi'(Z)^2]/Var[phi(Z)] "
+                                   ">= 1: chi_l = p^(l/2).",
     (ACT_ALL, A_PARAM),
     Provenance(LABATIE, "Thm 3 (BN feedforward nets: exploding sensitivity)",
-               "rate (1/2) log p exactly per layer from layer 2 on in the width limit (derivations/moments.py)"),
+               "chi_l = p^(l/2) exactly from layer 1 on in the width limit with N(0, I) data (derivations/moments.py)"),
     builder=_rate_case("rate"), kernel=_homogeneous_kernel("rate")))
 register(ClosedForm(
     "moments.bn_resnet_exponent", "Power-law exponent beta of chi ~ L^beta for batch-normalised pre-activation "
-                                  "ResNets x + alpha Dense(phi(BN(x))): beta = (p - 1)/2, any alpha > 0.",
-    (ACT_ALL, A_PARAM),
+                                  "ResNets x + alpha (Dense(phi(BN(.))))^H (x) with H layers per residual unit: "
+                                  "beta = (p^H - 1)/2, any alpha > 0.",
+    (ACT_ALL, A_PARAM, Param("H", "integer", "layers per residual unit (Labatie's experiments use 2)", default=1,
+                             minimum=1, maximum=H_MAX, structural=True)),
     Provenance(LABATIE, "Sec. 7 (BN ResNets: power-law rather than exponential evolution)",
-               "new: from V_l growing linearly and log nu_L = p log L + O(1) (derivations/moments.py)"),
+               "new: from V_l growing linearly and log nu_L = p^H log L + O(1) (derivations/moments.py)"),
     builder=_rate_case("exponent"), kernel=_homogeneous_kernel("exponent")))

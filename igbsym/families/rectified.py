@@ -10,6 +10,7 @@ import sympy as sp
 from scipy import special
 
 from .. import activations as acts
+from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
 from ..functions import mp_ncdf
@@ -412,11 +413,10 @@ for _name in acts.homogeneous_names():      # any other φ = x⁺ − s x⁻ wit
     if _name not in _EXACT_MEAN and _slope != "a":
         _EXACT_MEAN[_name] = (1 - _slope) * _s / sp.sqrt(2 * sp.pi)
         _EXACT_VAR[_name] = sp.factor(((1 + _slope**2) / sp.Integer(2) - (1 - _slope) ** 2 / (2 * sp.pi)) * _s**2)
-        _EXACT_MEAN_NP[_name] = (lambda t: lambda s, a: (1 - t) * s * _SQ2PI_INV)(_slope)
+        _EXACT_MEAN_NP[_name] = (lambda t: lambda s, a: s * ((1 - t) * _SQ2PI_INV))(_slope)
         _EXACT_VAR_NP[_name] = (lambda t: lambda s, a: power_product(
             [(s, 2)], (1 + t * t) / 2 - (1 - t) ** 2 / (2 * np.pi)))(_slope)
-ACTIVATION = Param("activation", "choice", "activation function", choices=acts.names())
-A_DEFAULT = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
+ACTIVATION, A_DEFAULT = P.ACTIVATION, P.LEAKY_A
 _x = sp.Symbol("x", real=True)
 
 

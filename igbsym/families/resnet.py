@@ -15,19 +15,21 @@ import sympy as sp
 
 from .. import activations as acts
 from ..errors import NumericalError
+import dataclasses
+
+from .. import params as P
+from ..params import L_NESTED, RANGE
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..registry import register
+from .. import engine
 from ..engine import states as trunk_states
-from ..ops import SHIFT_CANCEL, SIGMA_W, Act, Residual, State, compose
+from ..ops import SHIFT_CANCEL, Act, Residual, State, compose
 from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
 L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
-L_NESTED = 12       # blocks whose smooth phi sees a trunk correlation: a nested quadrature per block (mp: ~1 s at
-                    # 50 digits for silu), and the trunk has no fixed point to stop at, so the depth is capped
 NESTED_ACTS = ("sigmoid", "gelu", "silu")   # smooth, not odd (odd phi: gamma = 0 exactly; srelu: closed form)
-SCALE_MAX = 10**30  # alpha, sigma_w <= 1e30 and sigma_w >= 1e-30: q_F = alpha^2 sigma_w^4 q/2 stays inside the double range
 
 alpha_ = sp.Symbol("alpha", nonnegative=True)
 a_ = sp.Symbol("a", real=True)
@@ -36,15 +38,16 @@ c_ = sp.Symbol("c", real=True)
 m_ = sp.Symbol("m", real=True)
 
 L_PARAM = Param("L", "integer", "number of residual blocks", structural=True, minimum=1, maximum=L_MAX)
-ACT = Param("activation", "choice", "activation function", choices=acts.names())
+ACT = P.ACTIVATION
 ALPHA = Param("alpha", "nonnegative", "branch scale: x + alpha F(x)")
 NORM = Param("norm", "choice", "normalisation inside the branch", choices=NORMS, default="none")
-PLACEMENT = Param("placement", "choice", "norm before (pre) or after (post) the activation (linear-first blocks)",
-                  choices=("pre", "post"), default="pre")
+PLACEMENT = dataclasses.replace(
+    P.PLACEMENT, doc="norm before (pre) or after (post) the activation (linear-first blocks)",
+    used_when=lambda case: case.get("norm", "none") != "none" and case.get("order", "linear-first") == "linear-first",
+    used_text="with a norm in linear-first blocks only")
 ORDER = Param("order", "choice", "branch order: linear-first = Dense, [norm], phi; linear-last = [norm], phi, Dense",
               choices=BLOCKS, default="linear-first")
-A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01)
-SW = Param("sigma_w", "positive", "Kaiming gain of every Dense: weights N(0, sigma_w^2/fan_in)", default=SIGMA_W)
+A, SW = P.LEAKY_A, P.SIGMA_W_PARAM
 
 ROUTE_ERROR = ("composition of the block maps: rounding only for relu/leaky_relu/identity/srelu (relative error <= "
                "1e-13 L), the quadrature error of igbsym/spec.py per block for smooth activations")
@@ -55,7 +58,7 @@ def _shift_cancels(ops, states) -> bool:
     its mean E φ = (√q_φ − 1)/√(2π) is then a difference of nearly equal doubles, and q_φ, a product of rounded
     block moments, is known to a few ulp only (α = 2.6e-123, σ_w = 1 + 2.4e-11: γ was 3.5e-6 off)."""
     for op, s in zip(ops[1:], states):
-        head = op.block[:[isinstance(b, Act) for b in op.block].index(True)]
+        head = op.block[:[b.stage == "act" for b in op.block].index(True)]
         if head and head[-1].degree == 0:     # a norm right before φ: q_φ = 1 exactly
             continue
         q = compose(head, s, "numpy")[-1].q if head else s.q
@@ -71,8 +74,11 @@ def _gamma_np(L, activation, norm, placement, order):
         for idx in np.ndindex(alpha.shape):
             ops = resnet_ops(L, activation, float(alpha[idx]), norm, placement, order, float(a[idx]),
                              float(sigma_w[idx]))
+            if activation != "srelu":
+                out[idx] = float(engine.walk(ops[:1], ops[1:2], L, "numpy", "resnet.gamma", last=True)[-1])
+                continue
             states = trunk_states(ops)
-            if activation == "srelu" and _shift_cancels(ops, states):
+            if _shift_cancels(ops, states):
                 with mpmath.workdps(40):
                     g = _gamma_mp(L, activation, norm, placement, order)(
                         *(mpmath.mpf(float(v[idx])) for v in (alpha, a, sigma_w)))
@@ -87,8 +93,8 @@ def _gamma_np(L, activation, norm, placement, order):
 
 def _gamma_mp(L, activation, norm, placement, order):
     def fn(alpha, a, sigma_w):
-        s = trunk_states(resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w), "mpmath")[-1]
-        return s.c / s.e
+        ops = resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w)
+        return engine.walk(ops[:1], ops[1:2], L, "mpmath", "resnet.gamma", last=True)[-1]
     return fn
 
 
@@ -109,14 +115,6 @@ def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"
                         _gamma_mp(L, activation, norm, placement, order),
                         f"{L}-fold composition of the residual block map (igbsym/ops/residual.py)", ROUTE_ERROR,
                         sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
-
-
-RANGE = (Condition(sp.Le(alpha_, SCALE_MAX), "alpha <= 1e30 (the double range of the NumPy route)"),
-         Condition(sp.And(sp.Le(sw_, SCALE_MAX), sp.Ge(sw_, sp.Rational(1, SCALE_MAX))),
-                   "1e-30 <= sigma_w <= 1e30 (the double range of the NumPy route)"),
-         Condition(sp.Le(sp.Abs(a_), SCALE_MAX), "|a| <= 1e30 (the double range of the NumPy route: (1 + a^2) q "
-                                                 "overflowed to NaN at a = -1.8e308)"))
-
 
 
 def _nested_per_block(case) -> bool:

@@ -27,5 +27,6 @@ __all__ = ["KERNEL_ERROR", "pair_kernel_np",
 def clear_caches() -> None:
     """Empty the memoised moments (benchmarks time cold evaluations)."""
     from . import bivariate, univariate
-    for fn in (bivariate._pair_cached, univariate.moments_mp, univariate.derivative_moment_np):
-        fn.cache_clear()
+    bivariate.clear_cache()
+    univariate.moments_mp.cache_clear()
+    univariate.derivative_moment_np.cache_clear()

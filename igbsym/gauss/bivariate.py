@@ -54,6 +54,10 @@ def _pair_cached(name, q, c, e, a):
     return _pair_point(name, act.odd, act.strip, act.numpy, acts.derivatives(name, "numpy"), q, c, e, a)
 
 
+def clear_cache() -> None:
+    _pair_cached.cache_clear()
+
+
 def _pair_point(name, odd, strip, f, derivs, q, c, e, a):
     """(S, c', e', M, d') at one point: c' = P/S, e' = V/S, d' = (P − M²)/S."""
     sd = math.sqrt(q)

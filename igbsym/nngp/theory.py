@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..spec import Spec
-from . import law as L
+from .law import Law, gamma_estimand, gamma_population, sample
 from .walk import Walk, walk
 
 
@@ -31,7 +31,7 @@ class DataTheory:
     n_data: int
     layers: list
     kernel: np.ndarray | None
-    law: L.Law | None
+    law: Law | None
     notes: list = field(default_factory=list)
 
     def to_dict(self, kernel: bool = False) -> dict:
@@ -100,13 +100,13 @@ def theory(model, data, *, classes: int | None = None, names=None, n_draws: int 
     w = walk(ops, data, names=names, pairs=pairs, seed=seed)
     out = w.summaries[-1]
     T, M_off = float(out.T.sum()), float(out.M_off.sum())
-    gamma = L.gamma_estimand(T, M_off)
+    gamma = gamma_estimand(T, M_off)
     se = T / (T - M_off) ** 2 * out.off_se
     M = T / w.n_data + (1 - 1 / w.n_data) * M_off
     notes = []
     law = None
     if w.kernel is not None and with_law:
-        law = L.sample(w.kernel, n_draws, C, seed)
+        law = sample(w.kernel, n_draws, C, seed)
     elif pairs is not None:
         notes.append(f"{pairs} sampled pairs: gamma's SE is the pair sampling's; the law of G needs the full kernel")
-    return DataTheory(gamma, se, L.gamma_population(T, M), w.n_data, _layers(w, ops), w.kernel, law, notes)
+    return DataTheory(gamma, se, gamma_population(T, M), w.n_data, _layers(w, ops), w.kernel, law, notes)

@@ -37,11 +37,15 @@ def arccos_map(c, s):
 
 
 def sin_minus_tcos(t):
-    """sin t − t cos t (NumPy), with its Taylor series for t < 0.1 (no cancellation)."""
+    """sin t − t cos t (NumPy, or a Python float with math), with its Taylor series for t < 0.1 (no cancellation)."""
+    if isinstance(t, float):
+        return _stc_series(t, t * t) if t < 0.1 else math.sin(t) - t * math.cos(t)
     t = np.asarray(t, float)
-    t2 = t * t
-    series = t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
-    return np.where(t < 0.1, series, np.sin(t) - t * np.cos(t))
+    return np.where(t < 0.1, _stc_series(t, t * t), np.sin(t) - t * np.cos(t))
+
+
+def _stc_series(t, t2):
+    return t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
 
 
 def mp_sin_minus_tcos(t):
@@ -124,7 +128,9 @@ def _np_homogeneous(op, q, c, e):
     ke = np.maximum(e - r * sin_minus_tcos(t) / np.pi, 0.0)
     spread = S * np_spread_ratio(slope, r, c, kc)                          # P − M² >= 0, shift-invariant
     if op.name != "srelu":
-        return State(S, kc + 0 * S, ke + 0 * S, M + 0 * S, False, d=spread / S)
+        zero = np.zeros(np.shape(S))      # broadcasting by 0·S would turn an overflowed S (|a| > 1e154) into NaN
+        with np.errstate(invalid="ignore"):
+            return State(S, kc + zero, ke + zero, M + zero, False, d=spread / S)
     k = np.asarray(op.shift_value("numpy"), float)
     V, M = S * ke, M - k
     S = (S - (M + k) ** 2) + M * M                                    # Var φ + (E φ)²: a sum of terms >= 0

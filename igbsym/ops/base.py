@@ -15,6 +15,7 @@ Every op implements (the base class says what a missing map means):
 - ``torch(n, device, dtype)``: the torch module; ``batched(h, take)``: the op on a batch of inits;
 - ``noise(state, backend)``: the factor ν'/ν of an isotropic input noise's second moment through the op's Jacobian
   (Labatie 2019 Sec. 3.1; moments-well-behaved-vs-pathological.txt);
+- ``keeps_share``: whether the map leaves the centre share (c, e) unchanged (so a block is an arc-cosine map);
 - ``degree``: 1 if the op is positively homogeneous of degree 1 (op(λx) = λ op(x)), 0 if scale-invariant
   (op(λx) = op(x)), None otherwise: a walk whose ops all have a degree may rescale the state to q = 1;
 - ``full_batch(n_data)``: the op with full-batch statistics over a dataset of n_data rows made explicit;
@@ -33,7 +34,8 @@ import sympy as sp
 
 from ..errors import InputError, NumericalError
 
-E_MIN = 1e-300         # 1 − c below this: γ = c/(1 − c) leaves the double range
+E_MIN = 2.2250738585072014e-308   # 1 − c below the smallest normal double: γ = c/(1 − c) (<= 4.5e307) would be
+                                   # formed from a subnormal e with fewer than 53 bits
 BACKENDS = ("sympy", "numpy", "mpmath")
 
 
@@ -105,6 +107,7 @@ class Op:
     stage = "op"          # the simulator's name for the tensor after this op ('pre', 'norm', 'act', 'pool', 'res')
     degree = 1            # 1: op(λx) = λ op(x); 0: op(λx) = op(x); None: neither
     rows = None           # rows the op processes together (a BatchNorm mini-batch), else None
+    keeps_share = False   # True: the map keeps (c, e); "centred": it does where the input mean is 0
 
     def sym(self, s: State) -> State:
         raise InputError(f"{type(self).__name__}: no closed-form (SymPy) map; use the numpy or mpmath backend")
@@ -152,6 +155,21 @@ class Op:
                 vals[f.name] = v[i]
             elif isinstance(v, tuple) and v and all(isinstance(o, Op) for o in v):
                 vals[f.name] = tuple(o.at(i) for o in v)
+        return dataclasses.replace(self, **vals) if vals else self
+
+    def limit(self) -> "Op":
+        """The op at infinite width (what the width-limit maps see): widths dropped."""
+        return self
+
+    def as_float(self) -> "Op":
+        """The op with its mpmath-valued fields as floats (a double-precision copy of an mpmath walk's ops)."""
+        vals = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, mpmath.mpf):
+                vals[f.name] = float(v)
+            elif isinstance(v, tuple) and v and all(isinstance(o, Op) for o in v):
+                vals[f.name] = tuple(o.as_float() for o in v)
         return dataclasses.replace(self, **vals) if vals else self
 
     def kernel(self, k):

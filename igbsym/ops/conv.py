@@ -31,23 +31,18 @@ def positions(k: np.ndarray, hw) -> np.ndarray:
     return k.reshape(k.shape[:-2] + tuple(hw) + tuple(hw))
 
 
-class Spatial(Op):
-    """An op on image units: no map of the i.i.d. width-limit State (it has no positions)."""
+def no_state_map(self, s):
+    """The width-limit State map of a spatial op: none (the i.i.d. N(0, I) state has no positions)."""
+    fail(f"{type(self).__name__}: no width-limit map on i.i.d. N(0, I) data (a spatial op); use the dataset "
+         "kernel (igbsym.nngp.theory)")
 
-    stage = "spatial"
 
-    def _no_state(self, s):
-        fail(f"{type(self).__name__}: no width-limit map on i.i.d. N(0, I) data (a spatial op); use the dataset "
-             "kernel (igbsym.nngp.theory)")
-
-    sym = numpy = mp = _no_state
-
-    def noise(self, s, backend="numpy"):
-        fail(f"sensitivity: {type(self).__name__} has no width-limit noise map")
+def no_noise_map(self, s, backend="numpy"):
+    fail(f"sensitivity: {type(self).__name__} has no width-limit noise map")
 
 
 @dataclass(frozen=True)
-class Conv2d(Spatial):
+class Conv2d(Op):
     """nn.Conv2d(C, ``channels``, k, stride, padding) with gain ``sigma_w`` (fan-in C k²) and bias sd ``sigma_b``."""
 
     channels: int | None = None
@@ -57,6 +52,8 @@ class Conv2d(Spatial):
     sigma_w: object = SIGMA_W
     sigma_b: object = 0
     stage = "conv"
+    sym = numpy = mp = no_state_map
+    noise = no_noise_map
 
     def __post_init__(self):
         for name in ("k", "stride"):

@@ -30,6 +30,7 @@ class Dense(Op):
     sigma_w: object = SIGMA_W
     sigma_b: object = 0
     stage = "pre"
+    keeps_share = True
 
     @property
     def degree(self):
@@ -59,6 +60,9 @@ class Dense(Op):
 
     def width(self, n):
         return self.width_
+
+    def limit(self):
+        return Dense(None, self.sigma_w)
 
     def shapes(self, n):
         return [(n, self.width_)]

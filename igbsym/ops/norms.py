@@ -46,6 +46,8 @@ class _SampleNorm(Op):
 class LayerNorm(_SampleNorm):
     """nn.LayerNorm without affine part: subtract the per-sample layer mean (→ m), divide by the layer std."""
 
+    keeps_share = "centred"
+
     def _map(self, s):
         _gaussian_units(s, "LayerNorm")
         v = s.q - s.m**2
@@ -77,6 +79,8 @@ class LayerNorm(_SampleNorm):
 @dataclass(frozen=True)
 class RMSNorm(_SampleNorm):
     """nn.RMSNorm without affine part: divide by the per-sample root mean square (→ √q); keeps the mean."""
+
+    keeps_share = True
 
     def _map(self, s):
         _gaussian_units(s, "RMSNorm")

@@ -98,6 +98,9 @@ class Residual(Op):
             state = op.map(state, backend)
         return 1 + self.alpha**2 * nu
 
+    def limit(self):
+        return Residual(self.alpha, tuple(op.limit() for op in self.block))
+
     def full_batch(self, n_data):
         return Residual(self.alpha, tuple(op.full_batch(n_data) for op in self.block))
 

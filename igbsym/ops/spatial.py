@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Op
-from .conv import Spatial, out_size
+from .conv import no_noise_map, no_state_map, out_size
 from .datakernel import Kernel
 
 
@@ -36,13 +36,15 @@ def pooled(s: Kernel, pi: np.ndarray, hw) -> Kernel:
 
 
 @dataclass(frozen=True)
-class AvgPool2d(Spatial):
+class AvgPool2d(Op):
     """nn.AvgPool2d(k, stride, padding) (stride None: k)."""
 
     k: int = 2
     stride: int | None = None
     padding: int = 0
     stage = "pool"
+    sym = numpy = mp = no_state_map
+    noise = no_noise_map
 
     def kernel(self, s: Kernel) -> Kernel:
         h, w = s.spatial("AvgPool2d")
@@ -56,10 +58,12 @@ class AvgPool2d(Spatial):
 
 
 @dataclass(frozen=True)
-class GlobalAvgPool(Spatial):
+class GlobalAvgPool(Op):
     """nn.AdaptiveAvgPool2d(1): the mean over all positions."""
 
     stage = "pool"
+    sym = numpy = mp = no_state_map
+    noise = no_noise_map
 
     def kernel(self, s: Kernel) -> Kernel:
         h, w = s.spatial("global average pooling")

@@ -80,7 +80,7 @@ def _gamma(d: Derivation):
 
 
 def derive() -> Derivation:
-    d = Derivation("igb_law", "The IGB law of G0 and gamma of one hidden layer")
+    d = Derivation("igb", "The IGB law of G0 and gamma of one hidden layer")
     _law(d)
     _gamma(d)
     return d

@@ -1,0 +1,165 @@
+"""The layer walk: γ after every block of a spec's repeated block, with exact shortcuts so cost does not grow with L.
+
+``walk(head, block, L, backend)`` composes ``head`` (the ops before the first block, e.g. the first Dense) and then
+``block`` L times from N(0, I) data, observing γ = c/e after every block (igb-initial-guessing-bias.txt App. F.1:
+the depth law; residual blocks likewise). Blocks with a cheaper exact map take a route of ``routes`` (arc-cosine,
+srelu's shift, Mehler's series); otherwise the ops' maps are composed and the walk stops where the remaining
+layers are known: a fixed point of the block map (directly, or by Steffensen's iteration in ``fixed``), the
+geometric or affine tails of ``tails``. NumPy evaluates every point of broadcast parameters on its own course (an
+array call gives each point its scalar value); NumericalError where γ leaves the double range or a quadrature
+route its range in q.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import mpmath
+import numpy as np
+
+from ..errors import InputError, NumericalError
+from ..ops import State, check_state, compose, degree, input_state
+from .fixed import block_step, np_fixed_points, np_hint, steffensen
+from .routes import (arccos_block, arccos_gamma_mp, arccos_gammas, mehler_block, mehler_split, shift_path,
+                     shift_points)
+from .tails import affine, affine_tail, freeze, geometric, geometric_tail, span_ratio, stationary
+
+
+def points(ops) -> tuple:
+    """The broadcast shape of the array-valued parameters of ``ops`` (their points)."""
+    shapes = [np.shape(getattr(op, f.name)) for op in ops for f in dataclasses.fields(op)
+              if isinstance(getattr(op, f.name), np.ndarray)]
+    return np.broadcast_shapes(*shapes) if shapes else ()
+
+
+def walk(head, ops, L, backend="numpy", where="walk", last=False):
+    """γ after blocks 1..L (module docstring); ``last``: only γ_L. NumPy parameters of the ops must be broadcast
+    to one shape (``points``)."""
+    try:
+        routed = _route(head, ops, L, backend, where, last)
+    except NumericalError as exc:
+        raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    return routed if routed is not None else _compose_walk(head, ops, L, backend, where, last)
+
+
+def _route(head, ops, L, backend, where, last):
+    """γ by a cheaper exact route of ``routes`` where the block has one, else None."""
+    act = ops[0] if ops[0].stage == "act" else None
+    if arccos_block(ops) and (backend == "numpy" or last):
+        slope = next(op for op in ops if op.stage == "act").slope
+        if backend != "numpy":
+            return [arccos_gamma_mp(L, slope)]
+        return arccos_gammas(L, np.asarray(slope, float) + np.zeros(points(ops)))
+    if (act is not None and act.name == "srelu" and len(ops) == 2 and ops[1].stage == "pre" and len(head) == 1
+            and head[0].stage == "pre" and _centres_layer_one(act, ops[1], backend)):
+        if backend == "numpy":
+            return shift_points(L, *np.broadcast_arrays(np.asarray(act.a, float), np.asarray(ops[1].sigma_w, float)),
+                                where, last)
+        return shift_path(L, act.a, ops[1].sigma_w, backend, where, last)
+    if mehler_block(ops):
+        return mehler_split(L, ops, backend, last, lambda mask: _compose_walk(
+            tuple(op.at(mask) for op in head), tuple(op.at(mask) for op in ops), L, backend, where, last))
+    return None
+
+
+def _centres_layer_one(act, dense, backend) -> bool:
+    """srelu's shift is the ReLU mean σ_w/√(2π) of layer 1's N(0, σ_w²) input (the IGB paper's convention)."""
+    if backend == "numpy":
+        return bool(np.all(np.asarray(act.shift, float) == np.asarray(dense.sigma_w, float) / math.sqrt(2 * math.pi)))
+    return act.shift == dense.sigma_w / mpmath.sqrt(2 * mpmath.pi)
+
+
+def _compose_walk(head, ops, L, backend, where, last):
+    # a block with a homogeneity degree commutes with rescaling: the state is put at q = 1 after every block, so q
+    # may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ; a scale-invariant first op (a norm) makes
+    # the state after the head irrelevant to q as well
+    free = degree(ops) is not None
+    state = compose(head, input_state(backend), backend)[-1]
+    if ops[0].degree == 0:
+        state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
+    tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
+
+    step = block_step(ops, backend, free)
+
+    def point_step(i):   # the block map of point i alone (NumPy)
+        return block_step(tuple(op.at(i) for op in ops), backend, free)
+
+    out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
+    anchor = None     # NumPy: (e, layer) per point where the geometric decay was first seen (``span_ratio``)
+    try:
+        for layer in range(L):
+            new = step(state)
+            if backend == "numpy":
+                if np.any(done):      # a point at its fixed point stays there: the array call = the scalar call
+                    new = freeze(new, done, frozen)
+                check_state(new, f"{where} at layer {layer + 1}")
+            out.append(new.gamma)
+            rest = L - layer - 1
+            if layer:
+                newly = stationary(state, new, tol, older) & ~np.asarray(done, bool)
+                if (backend == "numpy" and layer in (1, 4, 16, 64) and rest > 20
+                        and (free or np.array_equal(state.q, new.q))):   # q at its fixed point (a norm after φ)
+                    fixed = np_fixed_points(point_step, new, rest)   # Steffensen per point: ~20 maps, not ~500
+                    newly = newly | (fixed[0] & ~np.asarray(done, bool))
+                    new_fixed = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
+                                                            for k, v in zip("qcem", fixed[1:])})
+                else:
+                    new_fixed = new
+                if np.any(newly):
+                    frozen = freeze(frozen, newly, new_fixed)
+                done = done | newly
+                if np.all(done):
+                    out += [(new_fixed if frozen is None else frozen).gamma] * rest
+                    break
+            ratio = new.e / state.e if layer else None
+            aff, beta = affine(ops, state, new, tol, backend, rest) if layer and rest else (False, None)
+            geo = rest and geometric(state.q, new.q, ratio, prev, tol)
+            rate = ratio
+            if backend == "numpy" and layer and rest:
+                geo, rate, anchor = span_ratio(geo, ratio, anchor, new, layer, rest, done)
+            shortcuts = ((aff, lambda m: affine_tail(new, np.where(m, beta, 0.0) if backend == "numpy" else beta,
+                                                      rest, backend, last)),
+                         (geo, lambda m: geometric_tail(new, np.where(m, rate, 1.0) if backend == "numpy" else rate,
+                                                         rest, backend, where, layer, last)))
+            finished = False
+            for mask, tail in shortcuts:
+                if backend != "numpy":
+                    if mask:
+                        out, finished = out + tail(mask), True
+                        break
+                    continue
+                # per point, so an array call gives each point its scalar value: the points' remaining layers are
+                # their tails (written into ``out`` below), and they stay frozen meanwhile
+                mask = mask & ~np.asarray(done, bool)
+                if np.any(mask):
+                    tails.append((mask, layer, tail(mask)))
+                    frozen, done = freeze(frozen, mask, new), done | mask
+                    if np.all(done):
+                        out, finished = out + [frozen.gamma] * rest, True
+                        break
+            if finished:
+                break
+            if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
+                fixed = None
+                if not hinted:        # once: from the double-precision fixed point, if there is one
+                    hinted, c = True, np_hint(ops, new, free, rest)
+                    if c is not None:
+                        fixed = steffensen(step, new, tol, rest, State(new.q, c, 1 - c, new.m))
+                if fixed is None and abs(ratio - 1) < 0.05 and not plain:
+                    # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
+                    # later (each retry cost up to 24 maps: silu + RMSNorm after φ at L = 100 took > 200 s)
+                    plain, fixed = True, steffensen(step, new, tol, rest)
+                if fixed is not None:
+                    out += [fixed.gamma] * (1 if last else rest)
+                    break
+            state, prev, older = new, ratio, state
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    except NumericalError as exc:
+        raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    for mask, start, tail in tails:
+        for k, g in enumerate(tail):
+            out[start + 1 + k] = np.where(mask, g, out[start + 1 + k])
+    return out[-1:] if last else out
+
+
