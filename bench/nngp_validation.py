@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import igbsym
 from igbsym.nngp import theory
 from igbsym.validation import checks_nngp as C
 from igbsym.validation import datasets, models, translate
@@ -29,23 +30,11 @@ APP_I_MEASURED = {   # README's App. I table (48 inits, zero biases, Rao-Blackwe
 def sweep(ctx):
     rows = []
     for case in size(ctx, "nngp.cases"):
-        name, dataset = case.split("/")
-        cnn = name.startswith("cnn")
-        widths = size(ctx, "nngp.cnn_widths" if cnn else "nngp.probe_widths")
-        inits = size(ctx, "nngp.cnn_inits" if cnn else "nngp.probe_inits")
         t0 = time.perf_counter()
-        runs = [C._probe(ctx, name, dataset, w, i) for w, i in zip(widths, inits)]
-        t1 = time.perf_counter()
-        T, M_off, law_g0, n = C._theory(ctx, name, dataset, size(ctx, "nngp.law_draws"))
-        t2 = time.perf_counter()
-        g_inf, se = C.fit_inverse_width(widths, [r[0] for r in runs], [r[1] for r in runs])
-        from scipy import stats
-        ks = stats.ks_2samp(C.jitter_g0(runs[-1][2], n, 0), C.jitter_g0(law_g0, n, 1))
-        theory_g = M_off / (T - M_off)
-        row = dict(case=case, D=n, widths=list(widths), inits=list(inits), gamma_hat=[r[0] for r in runs],
-                   gamma_hat_se=[r[1] for r in runs], gamma_inf_fit=g_inf, gamma_inf_fit_se=se, theory=theory_g,
-                   z=(g_inf - theory_g) / se, ks_statistic=float(ks.statistic), ks_p=float(ks.pvalue),
-                   probe_seconds=t1 - t0, theory_seconds=t2 - t1)
+        row = C.case_runs(ctx, case)
+        row["theory"] = float(igbsym.get("nngp.gamma").numpy(T=row["T"], M_off=row["M_off"]))
+        row.update(z=(row["gamma_inf_fit"] - row["theory"]) / row["gamma_inf_fit_se"],
+                   seconds=time.perf_counter() - t0)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

@@ -196,27 +196,36 @@ def _theory(ctx, name, dataset, draws):
     return T, M_off, law.draws[:, 0], x.shape[0]
 
 
+def case_runs(ctx, case: str) -> dict:
+    """One validation case 'model/dataset': the probe at the mode's widths, the 1/N fit, the theory's (T, M_off),
+    and the two-sample KS of G0 at the widest N against the GP law."""
+    from scipy import stats
+    name, dataset = case.split("/")
+    cnn = name.startswith("cnn")
+    widths = size(ctx, "nngp.cnn_widths" if cnn else "nngp.probe_widths")
+    inits = size(ctx, "nngp.cnn_inits" if cnn else "nngp.probe_inits")
+    runs = [_probe(ctx, name, dataset, w, i) for w, i in zip(widths, inits)]
+    g_inf, se = fit_inverse_width(widths, [r[0] for r in runs], [r[1] for r in runs])
+    T, M_off, law_g0, n = _theory(ctx, name, dataset, size(ctx, "nngp.law_draws"))
+    probe_g0 = jitter_g0(runs[-1][2], n, ctx.seed)
+    ks = stats.ks_2samp(probe_g0, jitter_g0(law_g0, n, ctx.seed + 1))
+    return dict(case=case, D=n, widths=list(widths), inits=list(inits), gamma_hat=[r[0] for r in runs],
+                gamma_hat_se=[r[1] for r in runs], gamma_inf_fit=g_inf, gamma_inf_fit_se=se, T=T, M_off=M_off,
+                ks_statistic=float(ks.statistic), ks_p=float(ks.pvalue), ks_n=len(probe_g0))
+
+
 @register_check("nngp.gamma_vs_probe", forms=["nngp.gamma"])
 def check_gamma(ctx):
     """gamma_inf of spec-built networks on digits / the blob vs the probe extrapolated in 1/N; KS of G0 vs the law."""
     out = []
     for case in size(ctx, "nngp.cases"):
-        name, dataset = case.split("/")
-        cnn = name.startswith("cnn")
-        widths = size(ctx, "nngp.cnn_widths" if cnn else "nngp.probe_widths")
-        inits = size(ctx, "nngp.cnn_inits" if cnn else "nngp.probe_inits")
-        runs = [_probe(ctx, name, dataset, w, i) for w, i in zip(widths, inits)]
-        g_inf, se = fit_inverse_width(widths, [r[0] for r in runs], [r[1] for r in runs])
-        T, M_off, law_g0, n = _theory(ctx, name, dataset, size(ctx, "nngp.law_draws"))
-        pred = float(igbsym.get("nngp.gamma").numpy(T=T, M_off=M_off))
-        out.append(z_result("nngp.gamma", f"{case} (D = {n})", pred, g_inf, se, sum(inits), ctx.seed,
-                            note=f"gamma_hat(N) = gamma_inf + b/N over N = {widths}: "
-                                 + ", ".join(f"{r[0]:.4g}±{r[1]:.2g}" for r in runs)))
-        from scipy import stats
-        probe_g0 = jitter_g0(runs[-1][2], n, ctx.seed)
-        ks = stats.ks_2samp(probe_g0, jitter_g0(law_g0, n, ctx.seed + 1))
-        out.append(law_result("nngp.g0_law", f"{case}: KS of G0 at N = {widths[-1]} vs the GP law", ks.pvalue,
-                              len(probe_g0), ctx.seed, estimate=float(ks.statistic),
+        r = case_runs(ctx, case)
+        pred = float(igbsym.get("nngp.gamma").numpy(T=r["T"], M_off=r["M_off"]))
+        out.append(z_result("nngp.gamma", f"{case} (D = {r['D']})", pred, r["gamma_inf_fit"], r["gamma_inf_fit_se"],
+                            sum(r["inits"]), ctx.seed, note=f"gamma_hat(N) = gamma_inf + b/N over N = {r['widths']}: "
+                            + ", ".join(f"{g:.4g}±{s:.2g}" for g, s in zip(r["gamma_hat"], r["gamma_hat_se"]))))
+        out.append(law_result("nngp.g0_law", f"{case}: KS of G0 at N = {r['widths'][-1]} vs the GP law", r["ks_p"],
+                              r["ks_n"], ctx.seed, estimate=r["ks_statistic"],
                               note="two-sample KS against GP draws (both jittered by U(-1/2,1/2)/D)"))
     return out
 

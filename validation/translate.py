@@ -133,7 +133,7 @@ def translate(model, input_shape, zero_bias: bool = False):
     return tuple(ops), names, notes
 
 
-def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, seed: int = 0, n_draws: int = 100000,
+def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, seed: int = 0, n_draws=None,
                     pairs=None):
     """(DataTheory, info) of a model name / module.path:factory / nn.Module on a dataset name, file or tensor."""
     from igbsym.nngp import theory

@@ -88,11 +88,15 @@ def _layers(w: Walk, ops) -> list:
     return out
 
 
-def theory(model, data, *, classes: int | None = None, names=None, n_draws: int = 100000, seed: int = 0,
+DRAWS = {2: 100000}        # GP draws for the law: 10^5 with two classes (one field), 5000 with C fields (C x the cost)
+DRAWS_MULTI = 5000
+
+
+def theory(model, data, *, classes: int | None = None, names=None, n_draws: int | None = None, seed: int = 0,
            pairs: int | None = None, with_law: bool = True) -> DataTheory:
     """The infinite-width IGB of ``model`` (Spec or ops) on ``data`` [D, ...] (module docstring). ``classes``: the
     C of the class-fraction law (default: the spec's n_classes, else 2); ``pairs``: estimate from that many sampled
-    pairs instead of the full kernel (no law then); ``n_draws``: GP draws for the law."""
+    pairs instead of the full kernel (no law then); ``n_draws``: GP draws for the law (default ``DRAWS``)."""
     ops = _ops(model)
     C = classes if classes is not None else (model.n_classes if isinstance(model, Spec) else 2)
     if not (isinstance(C, (int, np.integer)) and C >= 2):
@@ -106,7 +110,7 @@ def theory(model, data, *, classes: int | None = None, names=None, n_draws: int 
     notes = []
     law = None
     if w.kernel is not None and with_law:
-        law = sample(w.kernel, n_draws, C, seed)
+        law = sample(w.kernel, n_draws or DRAWS.get(C, DRAWS_MULTI), C, seed)
     elif pairs is not None:
         notes.append(f"{pairs} sampled pairs: gamma's SE is the pair sampling's; the law of G needs the full kernel")
     return DataTheory(gamma, se, gamma_population(T, M), w.n_data, _layers(w, ops), w.kernel, law, notes)
