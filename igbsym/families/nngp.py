@@ -56,7 +56,7 @@ register(ClosedForm(
                         "sqrt(v_a v_b) J(rho) + s k.",
     (Param("rho", "real", "correlation of the two Gaussian pre-activations"),),
     Provenance("Cho & Saul 2009 (arc-cosine kernel of degree 1); Lee et al. 2018, Eq. 5",
-               "the NNGP activation map", "derivations/nngp.py: by the 2-d Gaussian integral (mpmath) and CAS"),
+               "the NNGP activation map", "derivations/nngp.py: CAS from the arc-cosine map, and a 1-d mpmath integral"),
     expr=(sp.sqrt(1 - rho**2) + rho * (sp.pi - sp.acos(rho))) / (2 * sp.pi),
     conditions=(Condition(sp.Le(sp.Abs(rho), 1), "-1 <= rho <= 1"),), kernel=relu_kernel))
 
@@ -66,7 +66,7 @@ register(ClosedForm(
     (Param("k", "real", "covariance E[uv]"), Param("v_a", "nonnegative", "variance of u (at most 1e3)"),
      Param("v_b", "nonnegative", "variance of v (at most 1e3)")),
     Provenance("Williams 1997 (arcsine kernel); Lee et al. 2018, Sec. 2.3", "the NNGP map of erf",
-               "derivations/nngp.py: by the 2-d Gaussian integral (mpmath)"),
+               "derivations/nngp.py: Price's theorem (CAS), and a 1-d mpmath integral"),
     expr=2 / sp.pi * sp.asin(2 * k / sp.sqrt((1 + 2 * va) * (1 + 2 * vb))),
     conditions=(Condition(sp.Le(k**2, va * vb), "k^2 <= v_a v_b (a covariance)",
                           numpy=lambda k, v_a, v_b: np.abs(k) <= np.sqrt(v_a) * np.sqrt(v_b)),

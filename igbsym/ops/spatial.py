@@ -28,11 +28,24 @@ def pool_matrix(n: int, k: int, stride: int, padding: int) -> np.ndarray:
     return out
 
 
-def pooled(s: Kernel, pi: np.ndarray, hw) -> Kernel:
-    """The kernel state through the linear pool ``pi`` [P', P] (output spatial shape ``hw``)."""
+def pooled(s: Kernel, ph: np.ndarray, pw: np.ndarray) -> Kernel:
+    """The kernel state through the separable linear pool Π = ph ⊗ pw (rows [H', H], columns [W', W]): each of the
+    four position axes of k [..., H, W, H, W] is contracted with its own 1-d pool."""
+    h, w = ph.shape[1], pw.shape[1]
+    ho, wo = ph.shape[0], pw.shape[0]
+
     def both(k):
-        return np.einsum("ip,...pq,jq->...ij", pi, k, pi, optimize=True)
-    return s.replace(k=both(s.k), ka=both(s.ka), kb=both(s.kb), ma=s.ma @ pi.T, mb=s.mb @ pi.T, hw=hw)
+        x = k.reshape(k.shape[:-2] + (h, w, h, w))
+        x = np.einsum("ia,...abcd->...ibcd", ph, x)
+        x = np.einsum("jb,...abcd->...ajcd", pw, x)
+        x = np.einsum("kc,...abcd->...abkd", ph, x)
+        x = np.einsum("ld,...abcd->...abcl", pw, x)
+        return x.reshape(x.shape[:-4] + (ho * wo, ho * wo))
+
+    def mean(m):
+        x = np.broadcast_to(m, m.shape[:-1] + (h * w,)).reshape(m.shape[:-1] + (h, w))
+        return np.einsum("ia,jb,...ab->...ij", ph, pw, x).reshape(m.shape[:-1] + (ho * wo,))
+    return s.replace(k=both(s.k), ka=both(s.ka), kb=both(s.kb), ma=mean(s.ma), mb=mean(s.mb), hw=(ho, wo))
 
 
 @dataclass(frozen=True)
@@ -49,8 +62,7 @@ class AvgPool2d(Op):
     def kernel(self, s: Kernel) -> Kernel:
         h, w = s.spatial("AvgPool2d")
         st = self.k if self.stride is None else self.stride
-        ph, pw = pool_matrix(h, self.k, st, self.padding), pool_matrix(w, self.k, st, self.padding)
-        return pooled(s, np.kron(ph, pw), (ph.shape[0], pw.shape[0]))
+        return pooled(s, pool_matrix(h, self.k, st, self.padding), pool_matrix(w, self.k, st, self.padding))
 
     def torch(self, n, device=None, dtype=None):
         from torch import nn
@@ -67,7 +79,7 @@ class GlobalAvgPool(Op):
 
     def kernel(self, s: Kernel) -> Kernel:
         h, w = s.spatial("global average pooling")
-        return pooled(s, np.full((1, h * w), 1.0 / (h * w)), (1, 1))
+        return pooled(s, np.full((1, h), 1.0 / h), np.full((1, w), 1.0 / w))
 
     def torch(self, n, device=None, dtype=None):
         from torch import nn
