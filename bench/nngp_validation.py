@@ -85,15 +85,19 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default="docs")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--pairs", type=int, default=40000)
+    p.add_argument("--pairs", type=int, default=20000)
+    p.add_argument("--part", choices=("all", "sweep", "app-i"), default="all")
     args = p.parse_args()
     torch.set_num_threads(1)
     ctx = Context(mode="quick" if args.quick else "thorough", seed=0)
     out = Path(args.out)
-    rows = sweep(ctx)
-    plot(rows, out / "nngp-gamma-vs-inverse-width.png")
-    table = app_i(args.pairs)
-    (out / "nngp-validation.json").write_text(json.dumps(dict(sweep=rows, app_i=table), indent=1))
+    path = out / "nngp-validation.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    rows = sweep(ctx) if args.part != "app-i" else old.get("sweep", [])
+    if args.part != "app-i":
+        plot(rows, out / "nngp-gamma-vs-inverse-width.png")
+    table = app_i(args.pairs) if args.part != "sweep" else old.get("app_i", [])
+    path.write_text(json.dumps(dict(sweep=rows, app_i=table), indent=1))
     print("\n| case | D | widths N | probe γ̂(N) ± SE | fit γ∞ ± SE | theory γ∞ | z | KS p (widest N) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

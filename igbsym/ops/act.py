@@ -304,8 +304,10 @@ class Act(Op):
             fail(f"activation {self.name}: its input units are not jointly Gaussian with zero mean (an activation "
                  "needs a Dense, Conv2d, or a norm/linear pool of one, before it; not the raw data or another "
                  "activation)")
-        k, ka, kb = s.entrywise(self.kernel_entry)
         linear = self.closed_form and self.name != "srelu" and float(self.slope) == 1.0
+        if linear:
+            return s                                 # φ(x) = x: E[uv] = k (the map below with s = 1, exactly)
+        k, ka, kb = s.entrywise(self.kernel_entry)
         return s.replace(k=k, ka=ka, kb=kb, ma=self.kernel_mean(s.va), mb=self.kernel_mean(s.vb), gaussian=linear)
 
     def noise(self, s, backend="numpy"):
