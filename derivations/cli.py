@@ -23,9 +23,14 @@ def families(family) -> list:
 
 
 def derive(args) -> list:
+    """``igbsym derive [FAMILY] [-o DIR]`` (argparse arguments ``family``, ``output``)."""
+    return write(args.family, args.output)
+
+
+def write(family, output) -> list:
     """Run the selected derivations; write ``<output>/<family>.tex``; print one summary line per family."""
-    selected = families(args.family)
-    outdir = writable_dir(args.output, "derive -o")
+    selected = families(family)
+    outdir = writable_dir(output, "derive -o")
     done = []
     for fam in selected:
         d = derivations.run(fam)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from . import activations as acts
 from .errors import InputError
-from .ops import (NORM_OPS, SIGMA_W, Act, Dense, MaxPool, Op, Residual, check_state, input_state)
+from .ops import NORM_OPS, SIGMA_W, Act, Dense, MaxPool, Op, Residual
 from .ops.dense import WEIGHT_LAWS
 
 NORMS = ("none",) + tuple(NORM_OPS)
@@ -29,7 +29,7 @@ PLACEMENTS = ("pre", "post")
 BLOCKS = ("linear-first", "linear-last")
 
 __all__ = ["SIGMA_W", "WEIGHT_LAWS", "NORMS", "PLACEMENTS", "BLOCKS", "Spec", "NetSpec", "norm_name", "block_ops",
-           "mlp_ops", "residual_block", "resnet_ops", "default_srelu_shift", "dense_states", "gamma_path"]
+           "mlp_ops", "residual_block", "resnet_ops", "default_srelu_shift"]
 
 
 def _fail(msg):
@@ -100,13 +100,6 @@ class Spec:
             n = op.width(n)
         return out
 
-    def path(self, backend: str = "numpy") -> list:
-        """States after every Dense but the first (hidden layer 1's output onward, the output last)."""
-        return dense_states(self.all_ops(), backend)
-
-    def gammas(self, backend: str = "numpy") -> list:
-        return [s.gamma for s in self.path(backend)]
-
     def full_batch(self, n_data: int) -> "Spec":
         """The spec with full-batch BatchNorm made explicit as batches of ``n_data`` rows (for the simulator)."""
         return Spec(self.d_in, tuple(op.full_batch(n_data) for op in self.ops), self.weight_law, self.n_classes,
@@ -117,26 +110,6 @@ def _walk(ops):
     for op in ops:
         yield op
         yield from _walk(op.children)
-
-
-def dense_states(ops, backend: str = "numpy", where: str = "spec") -> list:
-    """States after every Dense but the first, composing the ops' maps from the data state."""
-    state, out, seen = input_state(backend), [], False
-    for op in ops:
-        state = op.map(state, backend)
-        if backend == "numpy":
-            check_state(state, where)
-        if op.stage == "pre":
-            if seen:
-                out.append(state)
-            seen = True
-    return out
-
-
-def gamma_path(spec_or_ops, backend: str = "numpy") -> list:
-    """γ after every hidden layer (γ at the pre-activations of the next layer; the last is the output's)."""
-    ops = spec_or_ops.all_ops() if isinstance(spec_or_ops, Spec) else tuple(spec_or_ops)
-    return [s.gamma for s in dense_states(ops, backend)]
 
 
 def _norm_op(norm, B=None):

@@ -1,5 +1,5 @@
 """Independent reference routes for tests: mpmath quadrature of defining integrals (never the code under test), and
-the plain layer-by-layer composition of spec's maps that the depth shortcuts must reproduce."""
+the plain layer-by-layer composition of the ops' maps that the depth shortcuts must reproduce."""
 import mpmath
 
 
@@ -18,7 +18,7 @@ def rel_err(got, ref) -> float:
 
 
 def layer_walk(act, norm, placement, sw, L, backend="numpy", a=0.01):
-    """γ_1..γ_L of the depth MLP by composing spec's maps layer by layer, with no shortcut (no fixed point, tail,
+    """γ_1..γ_L of the depth MLP by composing the ops' maps layer by layer, with no shortcut (no fixed point, tail,
     Steffensen or Mehler series); stops where q leaves the quadrature's range or 1 − c leaves the double range."""
     from igbsym import ops as O
     from igbsym.errors import NumericalError

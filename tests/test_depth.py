@@ -319,7 +319,7 @@ def test_deep_fixed_point_array_equals_scalar_and_mp(sw):
 
 @pytest.mark.parametrize("a", [0.01, -3.0, 0.999])
 def test_leaky_mp_loop_equals_the_composed_op_maps(a):
-    """The raw-libmp (leaky) ReLU loop against the generic composition of spec's mpmath op maps (L = 3, 40) and the
+    """The raw-libmp (leaky) ReLU loop against the generic composition of the ops' mpmath maps (L = 3, 40) and the
     SymPy nested closed form (L = 3) at 40 digits."""
     with mpmath.workdps(40):
         for L in (3, 40):
@@ -413,7 +413,7 @@ def test_fixed_q_deep_fixed_point_by_steffensen_keeps_e_accurate(act, sw):
 def test_steffensen_rejects_a_contraction_estimated_from_rounding(L):
     """silu + LayerNorm before φ, σ_w = 0.5 (ρ = 0.94): from layer 64 Steffensen reached c* and accepted a ρ that was
     a ratio of roundings, so γ_300 was c*'s value, 1.9e-9 off (the mp route, 30 digits, agrees with the layer walk).
-    Reference: spec's maps composed layer by layer in NumPy (no shortcut), within the per-layer rounding."""
+    Reference: the ops' maps composed layer by layer in NumPy (no shortcut), within the per-layer rounding."""
     ref = layer_walk("silu", "layernorm", "pre", 0.5, L)[-1]
     got = float(igbsym.get("depth.gamma_ln_pre").numpy(L=L, activation="silu", sigma_w=0.5))
     assert got == pytest.approx(ref, rel=1e-13, abs=0)
@@ -421,7 +421,7 @@ def test_steffensen_rejects_a_contraction_estimated_from_rounding(L):
 
 def test_geometric_tail_ratio_is_measured_over_a_span():
     """sigmoid + RMSNorm after φ, σ_w = 6, L = 3000 (γ = 7.1e140): the tail e·ρ^k took ρ from one layer, two rounded
-    e's, and was 9.8e-12 off at k ~ 2700 (stated 1e-11); over SPAN layers, 2e-13. Reference: spec's maps composed
+    e's, and was 9.8e-12 off at k ~ 2700 (stated 1e-11); over SPAN layers, 2e-13. Reference: the ops' maps composed
     layer by layer (no shortcut; 1.8e-13 from the mp route at 30 digits, measured once: 121 s)."""
     ref = layer_walk("sigmoid", "rmsnorm", "post", 6.0, 3000)[-1]
     got = float(igbsym.get("depth.gamma_rms_post").numpy(L=3000, activation="sigmoid", sigma_w=6.0))
@@ -446,3 +446,14 @@ def test_shortcuts_equal_the_layer_walk_at_intermediate_depth(act, norm, placeme
                 continue
             got = float(G.numpy(L=L, activation=act, norm=norm, placement=placement, sigma_w=sw))
             assert got == pytest.approx(walk[L - 1], rel=2e-12, abs=0), (sw, L)
+
+
+@pytest.mark.parametrize("act, norm, placement, L", [("gelu", "layernorm", "pre", 70), ("silu", "rmsnorm", "pre", 70)])
+def test_mp_chebyshev_proxy_equals_the_layer_walk(act, norm, placement, L):
+    """At intermediate depth the mpmath route iterates a Chebyshev interpolant of the one-dimensional block map
+    (engine.fixed.chebyshev_tail) instead of a nested quadrature a layer. Reference: the plain layer walk of the ops'
+    mpmath maps at 40 digits (tests/reference.py); the proxy at 30 digits must match it to 1e-26."""
+    with mpmath.workdps(40):
+        ref = layer_walk(act, norm, placement, mpmath.sqrt(2), L, "mpmath")[-1]
+    got = igbsym.get("depth.gamma").mp(30, L=L, activation=act, norm=norm, placement=placement)
+    assert abs(got / ref - 1) < mpmath.mpf("1e-26")

@@ -1,6 +1,6 @@
 """Mehler's series of the smooth correlation map at small q (igbsym/mehler.py) and depth.gamma's RMSNorm-after-φ
 route through it. Independent routes: mpmath quadrature of the defining Gaussian integrals, SymPy derivatives of
-the activations, and the layer-by-layer composition of spec's maps (the nested quadrature)."""
+the activations, and the layer-by-layer composition of the ops' maps (the nested quadrature)."""
 import mpmath
 import numpy as np
 import pytest
@@ -48,7 +48,7 @@ def test_coefficients_are_the_gaussian_moments(name, q):
 @pytest.mark.parametrize("name", Me.ACTIVATIONS)
 @pytest.mark.parametrize("q", ["1e-6", "3e-3", "0.01"])
 def test_the_series_is_spec_s_nested_quadrature_map(name, q):
-    """F(c) = Σ b_k c^k against spec's mp map of φ at (q, c) (nested quadrature of E[φ(u)φ(u')]), 40 digits."""
+    """F(c) = Σ b_k c^k against the Act op's mp map of φ at (q, c) (nested quadrature of E[φ(u)φ(u')]), 40 digits."""
     with mpmath.workdps(40):
         qq = mpmath.mpf(q)
         b = Me.coefficients(name, qq, 40)
@@ -61,7 +61,7 @@ def test_the_series_is_spec_s_nested_quadrature_map(name, q):
 @pytest.mark.parametrize("name", Me.ACTIVATIONS)
 @pytest.mark.parametrize("sw", [1e-30, 1e-6, 0.03, 0.0999])
 def test_rms_post_route_equals_the_composed_maps(name, sw):
-    """depth.gamma_rms_post through Mehler's polynomial = spec's maps composed layer by layer (L = 40), NumPy and
+    """depth.gamma_rms_post through Mehler's polynomial = the ops' maps composed layer by layer (L = 40), NumPy and
     mp at 30 digits."""
     with mpmath.workdps(30):
         ref = layer_walk(name, "rmsnorm", "post", mpmath.mpf(sw), 40, "mpmath")[-1]

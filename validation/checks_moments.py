@@ -13,7 +13,7 @@ and finite-width noise of order q_l/n lands on it). A ReLU ResNet without normal
 (± 0.02, D = 256) and an independent NumPy forward/tangent loop at width 1024 (D = 64, 3 inits) gave 1.19, against the width limit 1.61 — the
 limit needs n ≫ 1/e_20 ≈ 2300 and is out of reach, while blocks 1–6 agree to 0.5 % (the thorough run of round 4
 failed there at z = −14). So each architecture's deep test sits at the deepest layer l ≤ depth with
-n_small · e_l ≥ WIDTH_GATE (e_l from the spec's width-limit state map, igbsym.spec.compose, never from the forms
+n_small · e_l ≥ WIDTH_GATE (e_l from the spec's width-limit state map, igbsym.ops.compose, never from the forms
 under test): at n = 128 that is layer 20 for the two BN architectures, 8 for vanilla and 5 for the ResNet.
 """
 from __future__ import annotations
@@ -25,13 +25,11 @@ import numpy as np
 import igbsym
 from igbsym.families.moments import ARCHITECTURES, sensitivity_ops
 from igbsym.engine import chi_path
-from igbsym.ops import Act, Residual, compose, input_state
-from igbsym.spec import mlp_ops, resnet_ops
+from igbsym.ops import compose, input_state
 
 from .checks import register_check, register_sizes, reusable, seed_for, size, z_result
 from .moments import at_two_widths, richardson
 
-BLOCKS = {"vanilla": Act, "bn_feedforward": Act, "resnet": Residual, "bn_resnet": Residual}
 WIDTH_GATE = 20   # n_small * e_l at the deep test layer (module docstring)
 
 
@@ -51,14 +49,11 @@ def _plan(ctx):
 def _layer_index(architecture, depth):
     """Op index of the end of each layer/block (after its activation, or after the residual block)."""
     ops = sensitivity_ops(depth, architecture, "relu", 1.0, 0.01, math.sqrt(2))
-    return [k for k, op in enumerate(ops) if isinstance(op, BLOCKS[architecture])]
+    return [k for k, op in enumerate(ops) if op.stage in ("act", "res")]
 
 
 def _ops(arch, depth, width):
-    if arch in ("resnet", "bn_resnet"):
-        norm, order = ("none", "linear-first") if arch == "resnet" else ("batchnorm", "linear-last")
-        return resnet_ops(depth, "relu", 1.0, norm, "pre", order, width=width)
-    return mlp_ops(depth, "relu", "batchnorm" if arch == "bn_feedforward" else None, widths=(width,) * depth)
+    return sensitivity_ops(depth, arch, "relu", 1.0, 0.01, math.sqrt(2), width=width)
 
 
 def deep_layer(arch, depth, n_small):

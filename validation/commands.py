@@ -6,7 +6,6 @@ thread count. The work itself is validation/cli.py (checks, table, report) and d
 """
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -51,5 +50,5 @@ def run(args) -> int:
 
     from . import cli
     check_arguments(args)
-    derive_cli.derive(argparse.Namespace(family="all", output=str(Path(args.report) / "derivations")))
+    derive_cli.write("all", str(Path(args.report) / "derivations"))
     return cli.run(args)

@@ -1,7 +1,7 @@
 """Labatie's moments measured on randomly initialised torch networks built from an architecture spec.
 
 Paper: moments-well-behaved-vs-pathological.txt Sec. 3.1. For every op output x_l of a spec (igbsym/spec.py,
-igbsym/residual.py) and a batch of inits, on a shared N(0, I) dataset with an isotropic input noise dx₀:
+igbsym/ops/residual.py) and a batch of inits, on a shared N(0, I) dataset with an isotropic input noise dx₀:
     μ₂ = E[x²] (over units, data, inits), μ₂,c = E[Var_data x] (unbiased), ν = E[dx²] with dx_l the forward-mode
     derivative (``torch.func.jvp``, not finite differences) of x_l along dx₀, r_eff = tr Σ/‖Σ‖₂ of the data
     covariance Σ of x_l (a finite-width quantity), and γ̂_l of a linear readout (``igbsym.validation.stats``).

@@ -72,8 +72,8 @@ SPAN = 64     # blocks over which chi_last measures the per-block factor of its 
 def chi_last(ops, backend: str = "numpy", where: str = "moments.sensitivity"):
     """χ after the last op. Where the ops repeat one block and the state after a block is stationary (a fixed point
     of the block map, e.g. after a full-batch BatchNorm), every later block multiplies χ by the same factor, so
-    χ_L = χ_l·(χ_l/χ_(l−SPAN))^((L−l)/SPAN): the cost does not grow with L. NumPy raises NumericalError where χ leaves the
-    double range (an mpmath evaluation, --dps, gives the value)."""
+    χ_L = χ_l·(χ_l/χ_(l−SPAN))^((L−l)/SPAN): the cost does not grow with L. NumPy raises NumericalError where χ
+    leaves the double range (an mpmath evaluation, --dps, gives the value)."""
     block = _period(ops)
     n = len(ops) // len(block)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)

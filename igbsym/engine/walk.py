@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError, NumericalError
 from ..ops import State, check_state, compose, degree, input_state
-from .fixed import block_step, np_fixed_points, np_hint, steffensen
+from .fixed import PROXY_MIN, block_step, chebyshev_tail, np_fixed_points, np_hint, steffensen
 from .routes import (arccos_block, arccos_gamma_mp, arccos_gammas, mehler_block, mehler_split, shift_path,
                      shift_points)
 from .tails import affine, affine_tail, freeze, geometric, geometric_tail, span_ratio, stationary
@@ -142,12 +142,17 @@ def _compose_walk(head, ops, L, backend, where, last):
             if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
                 fixed = None
                 if not hinted:        # once: from the double-precision fixed point, if there is one
-                    hinted, c = True, np_hint(ops, new, free, rest)
-                    if c is not None:
-                        fixed = steffensen(step, new, tol, rest, State(new.q, c, 1 - c, new.m))
+                    hinted, c_star = True, np_hint(ops, new, free)
+                    if c_star is not None:
+                        fixed = steffensen(step, new, tol, rest, State(new.q, c_star, 1 - c_star, new.m))
+                    if fixed is None and c_star is not None and rest >= PROXY_MIN and new.m == 0:   # F(v) alone
+                        tail = chebyshev_tail(step, new, c_star, rest, tol, last)
+                        if tail is not None:
+                            out += tail
+                            break
                 if fixed is None and abs(ratio - 1) < 0.05 and not plain:
                     # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
-                    # later (each retry cost up to 24 maps: silu + RMSNorm after φ at L = 100 took > 200 s)
+                    # later (and each attempt costs up to 24 maps)
                     plain, fixed = True, steffensen(step, new, tol, rest)
                 if fixed is not None:
                     out += [fixed.gamma] * (1 if last else rest)

@@ -73,8 +73,7 @@ def _two_sum(p, q):
 def _canonical_x(b, B):
     """x = 1 - b²/(B-1), clipped to 0 outside the support, with full relative accuracy up to the support's edge.
 
-    Near |b| = sqrt(B-1) the rounded b² cancels against B - 1: the naive form loses ε/x relative (bn.cdf_canonical at
-    B = 3, b = -(1 - 1e-15) sqrt(2) was 1.2 % off, bn.pdf_canonical at B = 10 4.6 %). Here b² = p + e exactly
+    Near |b| = sqrt(B-1) the rounded b² cancels against B - 1: the naive form loses ε/x relative. Here b² = p + e exactly
     (Dekker's split) and B - 1 = m + m_lo exactly (TwoSum), m - p is exact where p is within a factor 2 of m
     (Sterbenz), and the small parts are added by TwoSum, so the gap B - 1 - b² is rounded about twice."""
     b = np.minimum(np.abs(b), _SPLIT_BELOW)

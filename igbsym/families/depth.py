@@ -196,8 +196,8 @@ def _corr_kernel(activation, c, a):
 
 def corr_map_expr(c, s):
     """k_s(c) = spec.arccos_map(c, s) written without cancellation for the mpmath route: c(1 − r) with
-    1 − r = 2s/(1 + s²) exactly, plus r(√(1 − c²) + c(π − arccos c))/π (at c = −1 the old form −1 + r lost every
-    digit of −2s/(1 + s²) for large s: mp gave 0 where the value is −4.6e-116 at s = 4.3e115)."""
+    1 − r = 2s/(1 + s²) exactly, plus r(√(1 − c²) + c(π − arccos c))/π (the form c + r(...) loses every digit of
+    k_s(−1) = −2s/(1 + s²) for large s)."""
     r = (1 - s) ** 2 / (1 + s**2)
     return 2 * s * c / (1 + s**2) + r * (sp.sqrt(1 - c**2) + c * (sp.pi - sp.acos(c))) / sp.pi
 

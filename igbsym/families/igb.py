@@ -229,9 +229,8 @@ def _large_sigma_gamma(activation):
 
 
 def _leaky_gamma(a):
-    """(1 - a)²/((π - 1)a² + 2a + π - 1) with numerator and denominator divided by s² = max(1, |a|)² (no a²
-    overflow: the lambdified expression gave NaN from |a| = 1.3e154); the quadratic has no real root, so the
-    denominator loses no digits."""
+    """(1 - a)²/((π - 1)a² + 2a + π - 1) with numerator and denominator divided by s² = max(1, |a|)² (a² overflows
+    from |a| = 1.3e154); the quadratic has no real root, so the denominator loses no digits."""
     a = np.asarray(a, dtype=float)
     s = np.maximum(1.0, np.abs(a))
     t = a / s

@@ -125,8 +125,7 @@ def _after_kernel(row):
 
 def _mp_after(row):
     """kappa_L (row 0) or c_L (row 1) in mpmath as M^L m0 by repeated squaring of the raw-moment map M (every entry
-    >= 0, m0 >= 0: no cancellation, unlike the spectral form, whose two terms cancel to 1e-308 at kappa0 = 1.8e308,
-    where two precisions both gave 0 for c_0 = 1)."""
+    >= 0, m0 >= 0: no cancellation, unlike the spectral form, whose two terms cancel where kappa0 is huge)."""
     def kernel(L, w, a, kappa_w, kappa0, c0, sigma2):
         u = (1 + a**4) / (1 + a * a) ** 2
         mat = mpmath.matrix([[2 * u * kappa_w / w, 3 * (w - 1) / w], [2 * u / w, (w - 1) / w]])
@@ -234,8 +233,8 @@ def _mp_p_small(eps, n, kappa):
 
 def below_scaled_square(x, k, shift, s) -> np.ndarray:
     """Exactly x <= (k - shift) s^2, elementwise, for float64 arrays (shift an integer): with s = m 2^e (frexp,
-    1/2 <= m < 1) it compares x 2^-2e with (k - shift) m^2, which cannot overflow (s^2 overflows from s = 1.3e154,
-    and (kappa0 - 1) s^2 gave inf * 0 = NaN at kappa0 = 1); the elements this float comparison cannot decide (within
+    1/2 <= m < 1) it compares x 2^-2e with (k - shift) m^2, which cannot overflow (s^2 overflows from s = 1.3e154);
+    the elements this float comparison cannot decide (within
     1e-12 relative of each other, or x 2^-2e below the normal range) are decided in exact rational arithmetic."""
     x, k, s = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, k, s)))
     m, e = np.frexp(s)

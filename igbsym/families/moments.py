@@ -43,15 +43,16 @@ register(ClosedForm(
 EMBEDDINGS = {"kaiming": None, "unit": 1}   # the residual trunk starts at variance sigma_w^2, or 1 (LeCun)
 
 
-def sensitivity_ops(L, architecture, activation, alpha, a, sigma_w, H=1, embedding="kaiming"):
-    """The ops of the four architectures of Labatie Secs. 5–7 (full-batch BN); residual units of H layers."""
+def sensitivity_ops(L, architecture, activation, alpha, a, sigma_w, H=1, embedding="kaiming", width=None):
+    """The ops of the four architectures of Labatie Secs. 5–7 (full-batch BN); residual units of H layers; every
+    Dense of width ``width`` (None: infinite)."""
     emb = EMBEDDINGS[embedding]
-    return {"vanilla": lambda: mlp_ops(L, activation, "none", "pre", a, sigma_w),
-            "bn_feedforward": lambda: mlp_ops(L, activation, "batchnorm", "pre", a, sigma_w),
-            "resnet": lambda: resnet_ops(L, activation, alpha, "none", "pre", "linear-first", a, sigma_w,
+    return {"vanilla": lambda: mlp_ops(L, activation, "none", "pre", a, sigma_w, widths=(width,) * L),
+            "bn_feedforward": lambda: mlp_ops(L, activation, "batchnorm", "pre", a, sigma_w, widths=(width,) * L),
+            "resnet": lambda: resnet_ops(L, activation, alpha, "none", "pre", "linear-first", a, sigma_w, width,
                                          layers=H, embedding=emb),
             "bn_resnet": lambda: resnet_ops(L, activation, alpha, "batchnorm", "pre", "linear-last", a, sigma_w,
-                                            layers=H, embedding=emb),
+                                            width, layers=H, embedding=emb),
             }[architecture]()
 
 
@@ -76,7 +77,7 @@ def _chi_mp(L, architecture, activation, H, embedding):
 def sensitivity_case(L, architecture, activation, H=1, embedding="kaiming"):
     return NumericRoute(_chi_np(L, architecture, activation, H, embedding),
                         _chi_mp(L, architecture, activation, H, embedding),
-                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym/engine: the ops' noise maps)",
+                        f"composition of the signal and noise maps over {L} layers/blocks (igbsym.engine, Op.noise)",
                         "rounding only for relu/leaky_relu/identity; composite Gauss-Legendre for E[phi'(u)^2] and the "
                         "spec's quadrature for smooth activations", sp.Symbol("chi_L"))
 
@@ -97,7 +98,8 @@ def _residual(case) -> bool:
 
 
 H_PARAM = Param("H", "integer", "layers per residual unit (Labatie's experiments use 2)", default=1, minimum=1,
-                maximum=H_MAX, structural=True, used_when=_residual, used_text="with architecture=resnet or bn_resnet only")
+                maximum=H_MAX, structural=True, used_when=_residual,
+                used_text="with architecture=resnet or bn_resnet only")
 QUADRATURE_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
                              f"L <= {L_NESTED} for vanilla and resnet with activations other than relu, leaky_relu, "
                              "identity, srelu (a fresh quadrature per layer, no fixed point to stop at)",

@@ -44,7 +44,7 @@ def relu_moment(n: int, m=mu, s=sigma) -> sp.Expr:
         return sp.S.One
     t = m / s
     # T_j = A_j Φ(t) + B_j φ(t): the recursion runs on the polynomial coefficients (sp.Poly), not on the expanded
-    # expression (whose expand took 18 s at n = 20 and minutes at n = 60; a domain-test point timed out building it)
+    # expression (expanding it costs minutes at n = 60)
     poly = lambda e: sp.Poly(e, m, s)  # noqa: E731
     a_prev, a_cur, b_prev, b_cur = poly(1), poly(m), poly(0), poly(s)
     for j in range(2, n + 1):

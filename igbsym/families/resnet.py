@@ -56,7 +56,7 @@ ROUTE_ERROR = ("composition of the block maps: rounding only for relu/leaky_relu
 def _shift_cancels(ops, states) -> bool:
     """True iff some block's srelu sees an input second moment q_φ within 1/64 of 1 (not set to 1 by a norm):
     its mean E φ = (√q_φ − 1)/√(2π) is then a difference of nearly equal doubles, and q_φ, a product of rounded
-    block moments, is known to a few ulp only (α = 2.6e-123, σ_w = 1 + 2.4e-11: γ was 3.5e-6 off)."""
+    block moments, is known to a few ulp only: such a point goes to the mpmath route."""
     for op, s in zip(ops[1:], states):
         head = op.block[:[b.stage == "act" for b in op.block].index(True)]
         if head and head[-1].degree == 0:     # a norm right before φ: q_φ = 1 exactly
@@ -136,7 +136,7 @@ register(ClosedForm(
                "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F"),
     builder=gamma_case, conditions=RANGE + (NESTED_DEPTH,),
     # the closed form (L = 1, no norm) printed and used by mp, but NumPy composes the maps: the lambdified nest has
-    # srelu's (σ_w² − 1) cancellation with no way to flag it (σ_w = 1 + 1e-11, α = 3e-6: 100 % off)
+    # srelu's (σ_w² − 1) cancellation with no way to flag it
     kernel=lambda L, activation, norm, placement, order, alpha, a, sigma_w: _gamma_np(
         L, activation, norm, placement, order)(alpha, a, sigma_w)))
 

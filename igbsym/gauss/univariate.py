@@ -82,7 +82,7 @@ def split_var(mean_spec, second_spec, sigma):
     """Var[f(σZ)] = E[f²] − E[f]² by ``split_expect`` (specs as there) for an f whose far fields are homogeneous,
     far_mean(σ) = c₁σ and far second moment c₂σ² (SiLU, GELU: the ReLU's), without overflow: for σ > SPLIT_FROM it is
     σ(σ(c₂ − c₁²)) + R₂ − 2c₁σR₁ − R₁² with R_i the remainders' expectations (R₁ = O(1/σ)), so it overflows only
-    where the variance does (E[f²] alone overflows from σ ≈ 1.3e154, and E[f²] − E[f]² gave inf − inf = NaN)."""
+    where the variance does (E[f²] alone overflows from σ ≈ 1.3e154)."""
     sigma = np.asarray(sigma, float)
     flat = sigma.ravel()
     out = np.empty(flat.shape)
@@ -128,8 +128,8 @@ def mp_expect(f, sigma, scale=1):
     """E[f(σZ)] by mpmath.quad at the working precision (the reference route).
 
     ``scale``: the integral's order of magnitude (e.g. σ² for an even integrand that is O(x²) at 0). mpmath.quad stops
-    on an absolute error estimate, so an integral of size σ² ≪ 1 would keep only an absolute 1e-dps accuracy (at
-    σ = 1e-100 the silu mean was 2.4e-13 off at any dps); integrating f/scale makes the tolerance relative."""
+    on an absolute error estimate, so an integral of size σ² ≪ 1 would keep only an absolute 1e-dps accuracy;
+    integrating f/scale makes the tolerance relative."""
     sigma, scale = mpmath.mpf(sigma), mpmath.mpf(scale)
     pts = [-mpmath.inf] + [sigma * t for t in range(-14, 15)] + [mpmath.inf]
     pts = sorted(set(pts + [mpmath.mpf(t) for t in range(-8, 9)]), key=lambda v: v)
@@ -195,8 +195,8 @@ def moments_mp(name, a, q, dps, which):
 def derivative_moment_np(name: str, q: float) -> np.float64:
     """E[φ'(u)²], u ~ N(0, q), at one q (NumPy, cached: after a norm every layer has the same q)."""
     d = acts.derivatives(name, "numpy")
-    # panels on φ's x-scale only where it bends: a cost independent of q (the z-grid sized 0.4/√q asked for 1e28
-    # nodes at alpha = 3e26); φ' is constant beyond |x| = X_KINK, where sigmoid' = σ(1 − σ) gave inf/inf = NaN
+    # panels on φ's x-scale only where it bends: a cost independent of q; φ' is clipped to its constant tails beyond
+    # |x| = X_KINK (sigmoid' = σ(1 − σ) is inf/inf there in floating point)
     z, w = kink_nodes(math.sqrt(q))
     return (d(np.clip(math.sqrt(q) * z, -X_KINK, X_KINK))[0] ** 2) @ w
 
