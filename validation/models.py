@@ -29,9 +29,9 @@ probe sets the biases to zero (the paper's setting).
   no biases), the networks of the data theory's validation (igbsym.nngp; ``spec_ops(name, width, ...)`` gives them
   at any width): ``mlp-layernorm`` two ReLU layers of 512 with LayerNorm after φ (where its centring acts),
   ``mlp-residual`` a Dense embedding of 256 and two linear-first residual blocks x + F(x), F = Dense → ReLU,
-  ``cnn-linear`` conv(64, k=5, padding 2) → AvgPool2d(2) → conv(64, k=5, padding 2) → AvgPool2d(4) → Linear (CNN-A's linear variant without
-  biases), ``cnn-gap`` conv(64, k=3, padding 1) → ReLU → conv(64, k=3, padding 1) → ReLU → global average pool →
-  Linear.
+  ``cnn-linear`` conv(64, k=5, padding 2) → AvgPool2d(2) → conv(64, k=5, padding 2) → AvgPool2d(4) → Linear
+  (CNN-A's linear variant without biases), ``cnn-gap`` conv(64, k=3, padding 1) → ReLU → conv(64, k=3,
+  padding 1) → ReLU → global average pool → Linear.
 """
 from __future__ import annotations
 

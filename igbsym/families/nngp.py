@@ -56,7 +56,8 @@ register(ClosedForm(
                         "sqrt(v_a v_b) J(rho) + s k.",
     (Param("rho", "real", "correlation of the two Gaussian pre-activations"),),
     Provenance("Cho & Saul 2009 (arc-cosine kernel of degree 1); Lee et al. 2018, Eq. 5",
-               "the NNGP activation map", "derivations/nngp.py: CAS from the arc-cosine map, and a 1-d mpmath integral"),
+               "the NNGP activation map",
+               "derivations/nngp.py: CAS from the arc-cosine map, and a 1-d mpmath integral"),
     expr=(sp.sqrt(1 - rho**2) + rho * (sp.pi - sp.acos(rho))) / (2 * sp.pi),
     conditions=(Condition(sp.Le(sp.Abs(rho), 1), "-1 <= rho <= 1"),), kernel=relu_kernel))
 
