@@ -319,3 +319,14 @@ def test_mutated_kernel_maps_fail_the_torch_comparison(monkeypatch):
             with monkeypatch.context() as m:
                 m.setattr(cls, "kernel", fn)
                 assert not all(r.passed for r in checks_nngp.layer_comparisons(ctx)), (cls.__name__, fn.__name__)
+
+
+def test_cli_probe_theory_json(tmp_path):
+    """probe --theory: gamma_inf next to gamma_hat, the KS of G0 against the GP law, per-module theory ratios."""
+    r = _cli("probe", "--model", "mlp-residual", "--data", "gaussian:1x8x8:64", "--inits", "4", "--zero-bias",
+             "--theory", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    th = json.loads(r.stdout)["theory"]
+    assert th["ks"]["p_value"] >= 0 and th["law"]["classes"] == 2
+    named = {row["name"].split(" ")[0]: row for row in th["layers"]}
+    assert named["1"]["measured"] is not None and named["4"]["theory"] == pytest.approx(th["gamma_inf"])
