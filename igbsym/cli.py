@@ -168,6 +168,10 @@ def cmd_latex(args):
 
 
 def cmd_predict(args):
+    if args.model is not None or args.data is not None:     # the data route: theory on the user's data (torch)
+        return dispatch("igbsym.validation.translate:run")(args)
+    if args.zero_bias or args.pairs is not None:
+        raise InputError("predict: --zero-bias and --pairs belong to the data route; allowed with --model M --data X")
     from . import predict
     return predict.run(args)
 
@@ -250,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--classes", type=int, default=None, help="C >= 2 output classes: add the multiclass summary")
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
+    s.add_argument("--model", default=None, help="data route: a probe model name or module.path:factory")
+    s.add_argument("--data", default=None, help="data route: digits, digits-parity, gaussian[:SHAPE[:D]], .npy/.pt")
+    s.add_argument("--zero-bias", action="store_true", help="data route: biases set to 0 (as igbsym probe)")
+    s.add_argument("--pairs", type=int, default=None, help="data route: estimate gamma from N sampled pairs")
     s.set_defaults(func=cmd_predict)
 
     s = sub.add_parser("sweep", help="sweep GRID.toml: simulate a grid into a resumable store (torchrun shards it); "
@@ -277,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--json", action="store_true")
     s.add_argument("--report", default=None)
+    s.add_argument("--theory", action="store_true", help="the infinite-width theory on the same data next to "
+                   "each measurement (igbsym.nngp; models whose modules all have kernel maps)")
     s.set_defaults(func="igbsym.validation.probe_report:run")
     return p
 

@@ -132,10 +132,18 @@ def test_every_op_implements_the_protocol(name):
     cls = O.OPS[name]
     examples = {"Dense": O.Dense(4, 1.3), "Act": O.Act("gelu"), "LayerNorm": O.LayerNorm(), "RMSNorm": O.RMSNorm(),
                 "BatchNorm": O.BatchNorm(), "MaxPool": O.MaxPool(1), "Scale": O.Scale(0.7),
-                "Residual": O.Residual(0.5, (O.Dense(4, 1.1), O.Act("relu")))}
+                "Residual": O.Residual(0.5, (O.Dense(4, 1.1), O.Act("relu"))), "Conv2d": O.Conv2d(4, 3, 1, 1),
+                "AvgPool2d": O.AvgPool2d(2), "GlobalAvgPool": O.GlobalAvgPool(), "Flatten": O.Flatten()}
     op = examples[name]
     assert isinstance(op, cls) and op.degree in (0, 1, None) and op.stage
     s = O.State(np.float64(1.7), np.float64(0.2), np.float64(0.8), np.float64(0.0))
+    if op.stage in ("conv", "pool") and name != "MaxPool":   # image ops: the i.i.d. state has no positions
+        for fn in (op.numpy, op.mp, lambda st: op.noise(st, "numpy")):
+            with pytest.raises(igbsym.InputError, match=name):
+                fn(s)
+        torch = pytest.importorskip("torch")
+        assert op.torch(2, dtype=torch.float64)(torch.randn(3, 2, 6, 6, dtype=torch.float64)).dim() == 4
+        return
     out = op.numpy(s)
     with mpmath.workdps(30):
         out_mp = op.mp(O.State(mpmath.mpf("1.7"), mpmath.mpf("0.2"), mpmath.mpf("0.8"), mpmath.mpf(0)))

@@ -113,6 +113,9 @@ def test_display_rewrite_is_checked_not_trusted():
 
 # --- golden strings (symbol and display form), a few per family ----------------------------------------------
 GOLDEN = {
+    ("nngp.gamma", ()): r"\gamma_{\mathcal{D}} = \frac{M_{off}}{T - M_{off}}",
+    ("nngp.relu_kernel", ()):
+        r"J(\rho) = \frac{\rho \left(\pi - \arccos{\left(\rho \right)}\right) + \sqrt{1 - \rho^{2}}}{2 \pi}",
     ("moments.centred_ratio", ()): r"\frac{\mu_{2,c}}{\mu_2}(\gamma) = \frac{1}{\gamma + 1}",
     ("moments.bn_resnet_exponent", (("activation", "relu"),)):
         r"\beta_{\mathrm{BN\text{-}Res}}(\mathrm{ReLU}) = \frac{1}{2 \left(\pi - 1\right)}",

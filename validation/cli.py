@@ -22,7 +22,7 @@ from igbsym.errors import InputError
 def _selected(checks, family):
     if family is None:
         return checks
-    return [c for c in checks if any(f.split(".")[0] == family for f in c.forms)]
+    return [c for c in checks if any(f.split(".")[0] == family for f in c.forms) or c.name.split(".")[0] == family]
 
 
 def _list(args, coverage) -> int:

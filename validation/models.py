@@ -25,9 +25,17 @@ lost in extraction, and its images are 28×28 / 32×32 while the offline stand-i
   LayerNorm, Linear head on the class token.
 Every convolution and Linear keeps torch's default init (``reset_parameters``) and bias; ``zero_bias`` in the
 probe sets the biases to zero (the paper's setting).
+- Spec-built models (``SpecFactory``: the ops' own torch modules, weights N(0, σ_w²/fan_in) with the He gain σ_w² = 2,
+  no biases), the networks of the data theory's validation (igbsym.nngp; ``spec_ops(name, width, ...)`` gives them
+  at any width): ``mlp-layernorm`` two ReLU layers of 512 with LayerNorm after φ (where its centring acts),
+  ``mlp-residual`` a Dense embedding of 256 and two linear-first residual blocks x + F(x), F = Dense → ReLU,
+  ``cnn-linear`` conv(64, k=5, padding 2) → AvgPool2d(2) → conv(64, k=5, padding 2) → AvgPool2d(4) → Linear
+  (CNN-A's linear variant without biases), ``cnn-gap`` conv(64, k=3, padding 1) → ReLU → conv(64, k=3,
+  padding 1) → ReLU → global average pool → Linear.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import torch
@@ -35,12 +43,77 @@ from torch import nn
 
 from igbsym.errors import InputError
 
+from igbsym import ops as O
+from igbsym.spec import mlp_ops, resnet_ops
+
 from .simulate import NetSpec, sample_weights, sequential
 
 MLPS = {"mlp": dict(widths=(512,)), "mlp-linear": dict(widths=(512,), activation="identity"),
         "mlp-maxpool": dict(widths=(512,), pool=4), "mlp-deep": dict(widths=(256,) * 4)}
 CNN_VARIANTS = {"relu-maxpool": (nn.ReLU, nn.MaxPool2d), "linear-avgpool": (nn.Identity, nn.AvgPool2d)}
-NAMES = (*MLPS, *(f"cnn-{k}-{v}" for k in "ab" for v in CNN_VARIANTS), "resnet", "vit")
+SPEC_MODELS = {"mlp-layernorm": 512, "mlp-residual": 256, "cnn-linear": 64, "cnn-gap": 64}   # name -> width
+NAMES = (*MLPS, *(f"cnn-{k}-{v}" for k in "ab" for v in CNN_VARIANTS), "resnet", "vit", *SPEC_MODELS)
+
+
+def spec_ops(name: str, width: int, n_classes: int = 2) -> tuple:
+    """The ops of a spec-built model (module docstring) at hidden width ``width``, readout included; the
+    built-in MLPs of ``MLPS`` too (their NetSpec's ops)."""
+    if name in MLPS:
+        kw = MLPS[name]
+        L = len(kw["widths"])
+        return (O.Flatten(),) + mlp_ops(L, kw.get("activation", "relu"), pool=kw.get("pool"),
+                                         widths=(width,) * L) + (O.Dense(n_classes),)
+    if name == "mlp-layernorm":
+        body = mlp_ops(2, "relu", "layernorm", "post", widths=(width, width))
+    elif name == "mlp-residual":
+        body = resnet_ops(2, "relu", 1.0, width=width)
+    elif name == "cnn-linear":
+        return (O.Conv2d(width, 5, 1, 2), O.Act("identity"), O.AvgPool2d(2), O.Conv2d(width, 5, 1, 2),
+                O.Act("identity"), O.AvgPool2d(4), O.Flatten(), O.Dense(n_classes))
+    elif name == "cnn-gap":
+        return (O.Conv2d(width, 3, 1, 1), O.Act("relu"), O.Conv2d(width, 3, 1, 1), O.Act("relu"), O.GlobalAvgPool(),
+                O.Flatten(), O.Dense(n_classes))
+    else:
+        raise InputError(f"no spec-built model {name!r}; allowed: {', '.join((*MLPS, *SPEC_MODELS))}")
+    return (O.Flatten(),) + body + (O.Dense(n_classes),)
+
+
+def init_op(op, module: nn.Module) -> None:
+    """Weights N(0, σ_w²/fan_in) and biases N(0, σ_b²) of an op's torch module, from the global torch RNG
+    (composite ops: their children's modules in the branch)."""
+    if op.children:
+        for child, sub in zip(op.children, module.branch):
+            init_op(child, sub)
+        return
+    sigma_w = getattr(op, "sigma_w", None)
+    weight = getattr(module, "weight", None)
+    if sigma_w is None or weight is None:
+        return
+    with torch.no_grad():
+        weight.normal_(0.0, float(sigma_w) / weight[0].numel() ** 0.5)
+        if getattr(module, "bias", None) is not None:
+            module.bias.normal_(0.0, float(op.sigma_b))
+
+
+class SpecFactory:
+    """``factory(seed)`` → the nn.Sequential of ``ops``' own torch modules for inputs of ``input_shape`` (module
+    docstring); the probe seeds the global torch RNG per init before calling it."""
+
+    def __init__(self, ops, input_shape):
+        self.ops, self.input_shape = tuple(ops), tuple(int(s) for s in input_shape)
+
+    def __call__(self, seed: int) -> nn.Module:
+        x, mods = torch.zeros(2, *self.input_shape), []
+        with torch.no_grad():
+            for op in self.ops:
+                mod = op.torch(x.shape[1])
+                init_op(op, mod)
+                x = mod(x)
+                mods.append(mod)
+        return nn.Sequential(*mods)
+
+    def __repr__(self):
+        return f"SpecFactory({len(self.ops)} ops, input {self.input_shape})"
 
 
 class MLPFactory:
@@ -154,6 +227,10 @@ def build(name: str, input_shape, n_classes: int):
         return MLPFactory(NetSpec(d, n_classes=n_classes, **MLPS[name]))
     if name not in NAMES:
         raise InputError(f"unknown model {name!r}; built-in models are {', '.join(NAMES)} (or module.path:factory)")
+    if name in SPEC_MODELS:
+        if name.startswith("cnn") and len(input_shape) != 3:
+            raise InputError(f"model {name!r} needs image data [D, C, H, W], got points of shape {input_shape}")
+        return SpecFactory(spec_ops(name, SPEC_MODELS[name], n_classes), input_shape)
     if len(input_shape) != 3:
         raise InputError(f"model {name!r} needs image data [D, C, H, W], got points of shape {input_shape}")
     if name.startswith("cnn-"):
@@ -169,3 +246,23 @@ def takes_index(factory) -> bool:
     except (TypeError, ValueError):
         return False
     return len(params) >= 2
+
+
+def resolve_model(spec: str, input_shape, n_classes: int):
+    """A built-in name (igbsym.validation.models.NAMES) or ``module.path:attr`` (an nn.Module instance or class, or a
+    factory seed -> nn.Module / (seed, i) -> nn.Module)."""
+    if ":" not in spec:
+        return build(spec, input_shape, n_classes)
+    mod_name, _, attr = spec.partition(":")
+    try:
+        obj = getattr(importlib.import_module(mod_name), attr)
+    except Exception as exc:   # ImportError, AttributeError, or an error raised while importing the module
+        raise InputError(f"cannot import model factory {spec!r}: {type(exc).__name__}: {exc}") from None
+    if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+        try:
+            return obj()
+        except Exception as exc:
+            raise InputError(f"cannot instantiate {spec!r} without arguments: {exc}") from None
+    if not (isinstance(obj, torch.nn.Module) or callable(obj)):
+        raise InputError(f"{spec!r} is a {type(obj).__name__}, not an nn.Module or a factory")
+    return obj

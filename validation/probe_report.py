@@ -6,7 +6,6 @@ outputs) raises InputError before anything is written: the report directory is o
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -16,28 +15,8 @@ import numpy as np
 
 from igbsym.errors import InputError
 
-from . import datasets, models
-
-
-def resolve_model(spec: str, input_shape, n_classes: int):
-    """A built-in name (igbsym.validation.models.NAMES) or ``module.path:attr`` (an nn.Module instance or class, or a
-    factory seed -> nn.Module / (seed, i) -> nn.Module)."""
-    if ":" not in spec:
-        return models.build(spec, input_shape, n_classes)
-    mod_name, _, attr = spec.partition(":")
-    try:
-        obj = getattr(importlib.import_module(mod_name), attr)
-    except Exception as exc:   # ImportError, AttributeError, or an error raised while importing the module
-        raise InputError(f"cannot import model factory {spec!r}: {type(exc).__name__}: {exc}") from None
-    import torch
-    if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
-        try:
-            return obj()
-        except Exception as exc:
-            raise InputError(f"cannot instantiate {spec!r} without arguments: {exc}") from None
-    if not (isinstance(obj, torch.nn.Module) or callable(obj)):
-        raise InputError(f"{spec!r} is a {type(obj).__name__}, not an nn.Module or a factory")
-    return obj
+from . import datasets
+from .models import resolve_model
 
 
 def run(args) -> int:
@@ -70,29 +49,35 @@ def run(args) -> int:
         for bar in bars:
             bar.close()
     info = dict(model=args.model, data=args.data, zero_bias=args.zero_bias, **res.to_dict())
-    print(json.dumps(info, indent=1) if args.json else res.summary())
+    theory = None
+    if getattr(args, "theory", False):
+        from .translate import compare_with_probe, comparison_text
+        info["theory"], theory = compare_with_probe(res, model, ds, res.n_classes, args.zero_bias, args.seed)
+    print(json.dumps(info, indent=1) if args.json else res.summary()
+          + ("\n" + comparison_text(info["theory"]) if theory is not None else ""))
     if args.report:
-        paths = write(Path(args.report), res, info)
+        paths = write(Path(args.report), res, info, theory)
         if not args.json:
             print("report: " + ", ".join(str(p) for p in paths))
     return 0
 
 
-def write(report_dir: Path, res, info: dict) -> list:
+def write(report_dir: Path, res, info: dict, theory=None) -> list:
     """probe.json, probe.png (G_c histogram with f_G0; the per-module γ-like ratio) and report.md in ``report_dir``."""
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = [report_dir / "probe.json", report_dir / "probe.png", report_dir / "report.md"]
     paths[0].write_text(json.dumps(info, indent=1))
-    figure(res, f"{info['model']} on {info['data']}", paths[1])
+    figure(res, f"{info['model']} on {info['data']}", paths[1], theory, info.get("theory"))
     md = [f"# IGB probe: {info['model']} on {info['data']}", "", "```", res.summary(), "```", "",
           f"![G_c histogram and per-module gamma]({paths[1].name})"]
     paths[2].write_text("\n".join(md) + "\n")
     return paths
 
 
-def figure(res, title: str, path: Path) -> Path:
-    """Left: histogram of G0 (two outputs) or of all G_c over inits, with the fitted f_G0(γ̂) (igb.pdf). Right (with
-    layer statistics): the γ-like ratio Var_W(mean)/E Var_χ per hooked module (± 2 SE) in forward order."""
+def figure(res, title: str, path: Path, theory=None, cmp=None) -> Path:
+    """Left: histogram of G0 (two outputs) or of all G_c over inits, with the fitted f_G0(γ̂) (igb.pdf) and, with
+    ``theory`` (igbsym.nngp.DataTheory), the GP law of G0 on the data. Right (with layer statistics): the γ-like
+    ratio Var_W(mean)/E Var_χ per hooked module (± 2 SE) in forward order, and the theory's (``cmp``) as crosses."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -107,6 +92,9 @@ def figure(res, title: str, path: Path) -> Path:
     if frac.shape[1] == 2 and res.gamma.value > 0:
         g = np.linspace(0.002, 0.998, 400)
         ax.plot(g, res.pdf(g), "r-", label=f"$f_{{G_0}}$ at $\\hat\\gamma$={res.gamma.value:.3g}")
+    if theory is not None and theory.law is not None and frac.shape[1] == 2:
+        ax.hist(theory.law.draws[:, 0], bins=40, range=(0, 1), density=True, histtype="step", color="k",
+                label=f"GP law on the data ($\\gamma_\\infty$={theory.gamma:.3g})")
     ax.set_xlabel(label)
     ax.set_ylabel("density")
     ax.set_title(f"{title}: {res.regime}", fontsize=9)
@@ -115,6 +103,9 @@ def figure(res, title: str, path: Path) -> Path:
         ax = axes[0, 1]
         x, vals = np.arange(len(rows)), np.array([g.value for _, _, g in rows])
         ax.errorbar(x, vals, yerr=[2 * g.se for _, _, g in rows], fmt="o-", ms=3)
+        if cmp is not None:
+            th = {r["name"].split(" ")[0]: r["theory"] for r in cmp["layers"]}
+            ax.plot(x, [th.get(n, np.nan) for n, _, _ in rows], "kx", label="theory (infinite width)")
         ax.axhline(res.gamma.value, color="r", ls=":", lw=1, label=f"output $\\hat\\gamma$ = {res.gamma.value:.3g}")
         if (vals > 0).all() and res.gamma.value > 0:
             ax.set_yscale("log")

@@ -4,19 +4,21 @@
   mpmath rules accurate to 10^-(dps+8) by their a-priori bounds).
 - ``univariate``: E[f(σZ)] of any integrand (NumPy and mpmath, with σ-independent far-field splits) and the moments
   of an activation on u ~ N(0, q) (E φ, E φ², Var φ, E φ'(u)², small-q Taylor limits).
-- ``bivariate``: the pair moments of an activation for two inputs with correlation c (S, P, V, M, D: the layer map).
+- ``bivariate``: the pair moments of an activation for two inputs with correlation c (S, P, V, M, D: the layer map),
+  and E[φ(u)φ(v)] for unequal variances over many pairs (the dataset kernel's activation map).
 
 Stated error (tests/test_gauss.py, tests/test_spec.py compare with nested mpmath quadrature): NumPy relative error
 <= 1e-12 for one-dimensional expectations (σ <= 100; activation moments q <= 1e300) and <= 1e-11 per layer for the
 pair moments (q <= 100); mpmath routes to the working precision.
 """
-from .bivariate import QUAD_ERROR, Q_LINEAR, TAYLOR_S, pair_mp, pair_np
+from .bivariate import KERNEL_ERROR, QUAD_ERROR, Q_LINEAR, TAYLOR_S, pair_kernel_np, pair_mp, pair_np
 from .rules import (X_KINK, Z_MAX, composite_gauss_legendre, gauss_legendre, kink_nodes, mp_hermite, normal_nodes)
 from .univariate import (EXPECT_ERROR, Q_MAX, Q_MAX_1D, SMALL_SD, check_q, derivative_moment_mp,
                          derivative_moment_np, expect, moments_mp, moments_np, mp_expect, mp_split_expect,
                          split_expect, split_var)
 
-__all__ = ["QUAD_ERROR", "Q_LINEAR", "TAYLOR_S", "pair_mp", "pair_np", "X_KINK", "Z_MAX", "composite_gauss_legendre",
+__all__ = ["KERNEL_ERROR", "pair_kernel_np",
+           "QUAD_ERROR", "Q_LINEAR", "TAYLOR_S", "pair_mp", "pair_np", "X_KINK", "Z_MAX", "composite_gauss_legendre",
            "gauss_legendre", "kink_nodes", "mp_hermite", "normal_nodes", "EXPECT_ERROR", "Q_MAX", "Q_MAX_1D",
            "SMALL_SD", "check_q", "derivative_moment_mp", "derivative_moment_np", "expect", "moments_mp",
            "moments_np", "mp_expect", "mp_split_expect", "split_expect", "split_var"]

@@ -7,6 +7,10 @@ srelu = relu − k have closed forms: P/S is the degree-1 arc-cosine map k_s(c) 
 r = (1 − s)²/(1 + s²) (Cho & Saul 2009), with e' = e − r(sin t − t cos t)/π from t = arccos c taken from e. Other
 activations use the pair moments of ``igbsym.gauss``. After a mini-batch BatchNorm (not Gaussian) the unit's γ is
 ``bn_law.canonical_relu_gamma`` (relu) or 0 (odd φ). Noise factor E φ'(u)² (Labatie 2019).
+Dataset kernel (Lee et al. 2018, Eq. 5; Cho & Saul 2009): k'(a, b) = E φ(u)φ(v), (u, v) ~ N(0, [[v_a, k], [k, v_b]]):
+(1 − s)²√(v_a v_b) J(ρ) + s k with the arc-cosine J(ρ) = (√(1 − ρ²) + ρ(π − arccos ρ))/(2π), for
+φ = x⁺ − s x⁻ (srelu: minus κ(M_a + M_b) − κ²); (2/π) arcsin(2k/√((1 + 2v_a)(1 + 2v_b))) for erf (Williams 1997);
+``gauss.pair_kernel_np`` otherwise.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import sympy as sp
 from .. import activations as acts
 from .. import bn_law, gauss
 from .base import Op, PoolSource, State, fail, is_zero
+from .datakernel import Kernel
 
 SHIFT_CANCEL = 64      # srelu's mean E φ = √q/√(2π) − shift loses log2(shift/|E φ|) bits: beyond 64 (6 bits) the
                        # double routes hand the point to mpmath (families/depth.py, families/resnet.py)
@@ -84,6 +89,31 @@ def mp_spread_ratio(slope, r, c, kc):
         return (c * ((1 + slope) / mpmath.hypot(1, slope)) ** 2 / 2
                 + r / mpmath.pi * (c * mpmath.asin(c) - c**2 / (1 + mpmath.sqrt(1 - c**2))))
     return kc - r / mpmath.pi
+
+
+def relu_kernel(rho):
+    """J(ρ) = E[relu(u) relu(v)]/√(E u² E v²) for corr(u, v) = ρ: (√(1 − ρ²) + ρ(π − arccos ρ))/(2π) (Cho & Saul
+    2009), as ρ/2 + (sin t − t cos t)/(2π), t = arccos ρ, for ρ >= 0 and (sin u − u cos u)/(2π), u = arccos(−ρ), for
+    ρ < 0 (no cancellation: J → 0 as ρ → −1). NumPy, elementwise."""
+    rho = np.clip(np.asarray(rho, float), -1.0, 1.0)
+    pos = rho >= 0
+    t = np.arccos(np.abs(rho))
+    return np.where(pos, np.maximum(rho, 0.0) / 2, 0.0) + sin_minus_tcos(t) / (2 * np.pi)
+
+
+def arccos_kernel(k, va, vb, slope):
+    """E[φ(u)φ(v)] for φ = x⁺ − s x⁻ = (1 − s) relu(x) + s x, (u, v) ~ N(0, [[va, k], [k, vb]]):
+    (1 − s)² √(va vb) J(ρ) + s k (E[relu(u) v] = k/2 by Stein's lemma); 0 where va·vb = 0. NumPy, elementwise."""
+    prod = np.sqrt(va) * np.sqrt(vb)
+    rho = np.divide(k, prod, out=np.zeros(np.broadcast(k, prod).shape), where=prod > 0)
+    return (1 - slope) ** 2 * prod * relu_kernel(rho) + slope * k
+
+
+def erf_kernel(k, va, vb):
+    """E[erf(u) erf(v)] = (2/π) arcsin(2k/√((1 + 2va)(1 + 2vb))) (Williams 1997, the arcsine kernel), as
+    (2/π) atan2(2k, √(1 + 2va + 2vb + 4(va vb − k²))) (no loss near |arcsin| = π/2). NumPy, elementwise."""
+    k, va, vb = (np.asarray(v, float) for v in (k, va, vb))
+    return 2 / np.pi * np.arctan2(2 * k, np.sqrt(np.maximum(1 + 2 * va + 2 * vb + 4 * (va * vb - k * k), 0.0)))
 
 
 def _np_homogeneous(op, q, c, e):
@@ -246,6 +276,39 @@ class Act(Op):
             S, c2, e2, M, d2 = gauss.pair_mp(self.name, self.a, s.q, s.c, s.e)
             out = State(S, c2, e2, M, False, d=d2)
         return replace(out, pool_src=self._src(s, mpmath.sqrt(s.q)))
+
+    def kernel_entry(self, k, va, vb):
+        """E[φ(u)φ(v)], (u, v) ~ N(0, [[va, k], [k, vb]]), elementwise (module docstring)."""
+        if self.closed_form:
+            out = arccos_kernel(k, va, vb, float(self.slope))
+            if self.name == "srelu":
+                kap = float(self.shift_value("numpy"))
+                out = out - kap * (np.sqrt(va / (2 * np.pi)) + np.sqrt(vb / (2 * np.pi))) + kap * kap
+            return out
+        if self.name == "erf":
+            return erf_kernel(k, va, vb)
+        return gauss.pair_kernel_np(self.name, float(self.a), k, va, vb)
+
+    def kernel_mean(self, v):
+        """E φ(u), u ~ N(0, v), elementwise."""
+        if self.closed_form:
+            m = (1 - float(self.slope)) * np.sqrt(v / (2 * np.pi))
+            return m - float(self.shift_value("numpy")) if self.name == "srelu" else m
+        if self.odd:
+            return np.zeros(np.shape(v))
+        uniq, inv = np.unique(np.asarray(v, float), return_inverse=True)
+        return gauss.moments_np(self.name, float(self.a), uniq)[0][inv].reshape(np.shape(v))
+
+    def kernel(self, s: Kernel) -> Kernel:
+        if not s.gaussian:
+            fail(f"activation {self.name}: its input units are not jointly Gaussian with zero mean (an activation "
+                 "needs a Dense, Conv2d, or a norm/linear pool of one, before it; not the raw data or another "
+                 "activation)")
+        linear = self.closed_form and self.name != "srelu" and float(self.slope) == 1.0
+        if linear:
+            return s                                 # φ(x) = x: E[uv] = k (the map below with s = 1, exactly)
+        k, ka, kb = s.entrywise(self.kernel_entry)
+        return s.replace(k=k, ka=ka, kb=kb, ma=self.kernel_mean(s.va), mb=self.kernel_mean(s.vb), gaussian=linear)
 
     def noise(self, s, backend="numpy"):
         """E[φ'(u)²], u ~ N(0, q): (1 + s²)/2 for φ = x⁺ − s x⁻ (srelu: 1/2); quadrature otherwise."""

@@ -1,8 +1,10 @@
-"""Dense: a linear layer without bias, weights i.i.d. with mean 0 and variance σ_w²/fan_in.
+"""Dense: a linear layer, weights i.i.d. with mean 0 and variance σ_w²/fan_in, optional bias of variance σ_b².
 
 Width-limit map (IGB paper App. F.1): the CLT makes the output Gaussian; (q, c, e, m) → (σ_w² q, c, e, 0): the
-centre share of the output is the input's cross moment over its second moment. Noise factor σ_w²; homogeneous of
-degree 1.
+centre share of the output is the input's cross moment over its second moment; a bias adds σ_b² to q and to the
+shared moment cq. Noise factor σ_w²; homogeneous of degree 1 without bias. Dataset kernel (Lee et al. 2018, Eq. 4):
+k'(a, b) = σ_w² (1/P) Σ_p k(a, b; p, p) + σ_b² (the average over the input units, positions of a flattened image
+included), m' = 0.
 """
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import math
 from dataclasses import dataclass
 
 import mpmath
+import numpy as np
 
+from .datakernel import Kernel, require_flat
 from .base import Op, State
 
 SIGMA_W = math.sqrt(2.0)   # the one default Kaiming gain: σ_w² = 2 (He et al. 2015; norm paper App. C)
@@ -19,20 +23,40 @@ WEIGHT_LAWS = {"normal": 3.0, "uniform": 1.8, "rademacher": 1.0}   # weight law 
 
 @dataclass(frozen=True)
 class Dense(Op):
-    """Linear layer without bias to ``width_`` units (None: infinite, for prediction), gain ``sigma_w``."""
+    """Linear layer to ``width_`` units (None: infinite, for prediction), gain ``sigma_w``, bias sd ``sigma_b``
+    (0: no bias)."""
 
     width_: int | None = None
     sigma_w: object = SIGMA_W
+    sigma_b: object = 0
     stage = "pre"
     keeps_share = True
 
-    def _map(self, s):
-        return State(self.sigma_w**2 * s.q, s.c, s.e, 0 * s.m)
+    @property
+    def degree(self):
+        return 1 if self.sigma_b == 0 else None
+
+    def _map(self, s, w2=None):
+        w2 = self.sigma_w**2 if w2 is None else w2
+        if self.sigma_b == 0:
+            return State(w2 * s.q, s.c, s.e, 0 * s.m)
+        b2 = self.sigma_b**2
+        q = w2 * s.q + b2
+        return State(q, (w2 * s.c * s.q + b2) / q, w2 * s.e * s.q / q, 0 * s.m)
 
     sym = numpy = _map
 
     def mp(self, s):
-        return State(mpmath.mpf(self.sigma_w) ** 2 * s.q, s.c, s.e, 0 * s.m)
+        return self._map(s, mpmath.mpf(self.sigma_w) ** 2)
+
+    def kernel(self, s: Kernel) -> Kernel:
+        require_flat(s, "Dense")
+        w2, b2 = float(self.sigma_w) ** 2, float(self.sigma_b) ** 2
+
+        def avg(k):
+            return w2 * np.diagonal(k, axis1=-2, axis2=-1).mean(-1)[..., None, None] + b2
+        zero = np.zeros((1, 1, 1))
+        return Kernel(avg(s.k), avg(s.ka), avg(s.kb), zero, zero, (1, 1), True, True)
 
     def width(self, n):
         return self.width_
@@ -45,7 +69,7 @@ class Dense(Op):
 
     def torch(self, n, device=None, dtype=None):
         from torch import nn
-        return nn.Linear(n, self.width_, bias=False, device=device, dtype=dtype)
+        return nn.Linear(n, self.width_, bias=self.sigma_b != 0, device=device, dtype=dtype)
 
     def batched(self, h, take):
         import torch

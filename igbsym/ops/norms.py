@@ -6,6 +6,11 @@ mean m and scales, (q, c, e, m) → (1, (cq − m²)/(q − m²), eq/(q − m²)
 full-batch BatchNorm centres and scales each unit over the data, (1, 0, 1, 0); with mini-batches of B the units are
 not Gaussian (the next activation takes its γ from ``bn.gamma_canonical``). Noise factors (Labatie 2019):
 1/(q − m²), 1/q and 1/(eq). All three are scale-invariant (degree 0).
+Dataset kernel (per example a, over the layer's units: mean μ_a = mean_p m(a, p), second moment s_a = mean_p
+k(a, a; p, p), both deterministic at infinite width by the law of large numbers over units): LayerNorm
+k' = (k − μ_b m_a − μ_a m_b + μ_a μ_b)/(σ_a σ_b), σ_a² = s_a − μ_a², m' = (m − μ)/σ; RMSNorm k' = k/√(s_a s_b),
+m' = m/√s. torch's ε (1e-5 added to σ²) is left out: a relative effect ε/σ². BatchNorm in training mode divides a
+unit by its spread over the batch, a random variable shared by all points: refused (no per-pair map).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from .base import Op, State, fail, is_zero, sqrt
+from .datakernel import Kernel
 
 
 def _gaussian_units(s: State, name: str) -> None:
@@ -54,6 +60,21 @@ class LayerNorm(_SampleNorm):
     def noise(self, s, backend="numpy"):
         return 1 / (s.q - s.m**2)
 
+    def kernel(self, s: Kernel) -> Kernel:
+        mu_a, s_a, mu_b, s_b = s.layer_moments()
+        var_a, var_b = s_a - mu_a**2, s_b - mu_b**2
+        if (var_a <= 0).any() or (var_b <= 0).any():
+            fail("LayerNorm: an example's units are constant (layer variance 0); allowed: data whose examples are "
+                 "not constant")
+        sd_a, sd_b = np.sqrt(var_a), np.sqrt(var_b)
+
+        def centred(k, ma, mb, mua, mub, sa, sb):
+            return (k - mub * ma[..., :, None] - mua * mb[..., None, :] + mua * mub) / (sa * sb)
+        return s.replace(k=centred(s.k, s.ma, s.mb, mu_a, mu_b, sd_a, sd_b),
+                         ka=centred(s.ka, s.ma, s.ma, mu_a, mu_a, sd_a, sd_a),
+                         kb=centred(s.kb, s.mb, s.mb, mu_b, mu_b, sd_b, sd_b),
+                         ma=(s.ma - mu_a[..., 0]) / sd_a[..., 0], mb=(s.mb - mu_b[..., 0]) / sd_b[..., 0])
+
 
 @dataclass(frozen=True)
 class RMSNorm(_SampleNorm):
@@ -71,6 +92,14 @@ class RMSNorm(_SampleNorm):
 
     def noise(self, s, backend="numpy"):
         return 1 / s.q
+
+    def kernel(self, s: Kernel) -> Kernel:
+        _, s_a, _, s_b = s.layer_moments()
+        if (s_a <= 0).any() or (s_b <= 0).any():
+            fail("RMSNorm: an example's units are all 0; allowed: data whose examples are not zero")
+        ra, rb = np.sqrt(s_a), np.sqrt(s_b)
+        return s.replace(k=s.k / (ra * rb), ka=s.ka / (ra * ra), kb=s.kb / (rb * rb), ma=s.ma / ra[..., 0],
+                         mb=s.mb / rb[..., 0])
 
 
 @dataclass(frozen=True)
@@ -124,6 +153,10 @@ class BatchNorm(Op):
     @property
     def rows(self):
         return self.B
+
+    def kernel(self, s: Kernel) -> Kernel:
+        fail("BatchNorm (training mode) divides each unit by its spread over the batch, a random variable shared by "
+             "all points: no per-pair kernel map; allowed: LayerNorm or RMSNorm")
 
     def full_batch(self, n_data):
         return BatchNorm(n_data) if self.B is None else self

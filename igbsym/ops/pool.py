@@ -5,6 +5,9 @@ have no centre spread before φ (c = 0 into φ: the first hidden layer, or after
 are then i.i.d. over nodes with the mean and variance of the maximum of k (``igbsym.extreme``), mapped through the
 norms between φ and the pool (``State.pool_src``). Deeper pooled layers need the k-node centre integral (refused).
 Noise factor 1 (the selected unit's noise passes).
+Dataset kernel: refused. The max of k units of one channel is not Gaussian and E[max_i h_i(a) max_j h_j(b)] over the
+2k-dimensional Gaussian of a window pair has no closed form for k > 1 (Novak et al. 2019 leave max-pooling out of the
+CNN-GP for this reason); a Monte Carlo route over GP samples of each window is not implemented.
 """
 from __future__ import annotations
 
@@ -74,5 +77,11 @@ class MaxPool(Op):
 
     def noise(self, s, backend="numpy"):
         return 1 + 0 * s.q
+
+    def kernel(self, s):
+        if self.k == 1:
+            return s
+        fail(f"MaxPool(k={self.k}): no kernel map over a dataset (the max of a window of Gaussian units has no "
+             "closed-form pair moment); allowed: AvgPool2d, AdaptiveAvgPool2d(1), or k = 1")
 
 

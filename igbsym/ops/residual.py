@@ -9,6 +9,8 @@ trunk unit and the branch unit are uncorrelated apart from their means, so
 
 The centred part is carried directly (never as q' − P'). Noise factor 1 + α²·(the branch's factor): the branch's
 Jacobian has fresh zero-mean weights, so there is no cross term. Homogeneous of degree 1 iff the branch is.
+Dataset kernel (the same independence, per pair of points): k' = k + α(m_a m_F,b + m_F,a m_b) + α² k_F, m' = m + α m_F:
+the uncentred kernel carries the trunk's mean (linear-first blocks end in φ, so m_F ≠ 0).
 """
 from __future__ import annotations
 
@@ -60,6 +62,18 @@ class Residual(Op):
         if s.bn_batch is not None:
             fail("Residual: a trunk of mini-batch BatchNorm outputs is not Gaussian (no width-limit law)")
         return self._combine(s, compose(self.block[self._start()], s, backend)[-1])
+
+    def kernel(self, s):
+        f = s
+        for op in self.block:
+            f = op.kernel(f)
+        a = float(self.alpha)
+
+        def add(k, ma, mb, fk, fa, fb):
+            return k + a * (ma[..., :, None] * fb[..., None, :] + fa[..., :, None] * mb[..., None, :]) + a * a * fk
+        return s.replace(k=add(s.k, s.ma, s.mb, f.k, f.ma, f.mb), ka=add(s.ka, s.ma, s.ma, f.ka, f.ma, f.ma),
+                         kb=add(s.kb, s.mb, s.mb, f.kb, f.mb, f.mb), ma=s.ma + a * f.ma, mb=s.mb + a * f.mb,
+                         gaussian=s.gaussian and f.gaussian)
 
     def _start(self) -> slice:
         """The ops that determine the branch output: from the last full-batch BatchNorm on (its output (1, 0, 1, 0)

@@ -1,0 +1,222 @@
+"""Translate a torch model into igbsym ops, layer by layer, for the data theory (``igbsym.nngp.theory``), and the
+``igbsym predict --model M --data X`` route.
+
+``translate(model, input_shape, zero_bias=False) -> (ops, names, notes)``: ``model`` is a built-in model's factory
+with ops (``SpecFactory``, ``MLPFactory``: their ops are used as they are) or an ``nn.Module`` (or a factory
+``seed -> nn.Module``, translated from its init 0). Modules in forward order of registration (``nn.Sequential``
+nesting is flattened): Linear, Conv2d (square kernel, equal strides and paddings, zeros padding, no dilation or
+groups), ReLU, LeakyReLU, Tanh, Sigmoid, GELU (exact), SiLU, Identity, LayerNorm, RMSNorm (over all non-batch
+dimensions), AvgPool2d (count_include_pad, floor mode), AdaptiveAvgPool2d(1), Flatten. Residual blocks enter as ops
+(a ``SpecFactory``, e.g. the built-in ``mlp-residual``): a torch block's skip and scale are not visible layer by
+layer. The first other module is named in one line (InputError).
+Weight laws (the NNGP needs the weight and bias variances, Lee et al. 2018 Sec. 2.2): a stock torch Linear / Conv2d
+is re-initialised by the probe with ``reset_parameters`` (kaiming_uniform with a = √5: Var W = 1/(3 fan_in), bias
+U(±1/√fan_in)), so σ_w² = 1/3 and σ_b² = 1/(3 fan_in) exactly; any other module's weights (a factory's init, a
+subclass) are measured on its init-0 instance: σ_w² = fan_in · mean W², σ_b² = mean b² (stated in the notes, with
+the relative SE √(Var W²/E[W²]²/n) of the estimate). ``zero_bias`` sets σ_b = 0 (the probe's --zero-bias).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import torch
+from torch import nn
+
+from igbsym import ops as O
+from igbsym.errors import InputError
+
+from . import datasets, models
+
+TORCH_LINEAR, TORCH_CONV = nn.Linear, nn.Conv2d    # torch's classes (subclasses too), not igbsym ops
+ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Identity: "identity"}
+SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
+             "AdaptiveAvgPool2d(1), Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
+             "mlp-residual)")
+
+
+def _law(mod: nn.Module, stock, zero_bias: bool, notes: list, name: str):
+    """(σ_w, σ_b) of a Linear/Conv2d (module docstring)."""
+    w = mod.weight.detach().double()
+    fan_in = w[0].numel()
+    bias = getattr(mod, "bias", None)
+    if type(mod).reset_parameters is stock.reset_parameters:
+        s2w, s2b = 1.0 / 3.0, (0.0 if bias is None else 1.0 / (3.0 * fan_in))
+    else:
+        w2 = (w * w).flatten()
+        s2w = float(fan_in * w2.mean())
+        rel = float(w2.std() / w2.mean() / math.sqrt(w2.numel())) if w2.numel() > 1 else math.inf
+        s2b = 0.0 if bias is None else float((bias.detach().double() ** 2).mean())
+        notes.append(f"{name}: weight variance measured on init 0: sigma_w^2 = {s2w:.4g} (relative SE {rel:.1g})"
+                     + ("" if bias is None or zero_bias else f", sigma_b^2 = {s2b:.3g}"))
+    return math.sqrt(s2w), (0.0 if zero_bias else math.sqrt(s2b))
+
+
+def _single(v, what, name):
+    vals = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    if len(set(vals)) != 1:
+        raise InputError(f"module {name!r} (Conv2d/AvgPool2d): {what} {vals} is not square; allowed: equal "
+                         "values in both dimensions")
+    return int(vals[0])
+
+
+def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
+    kind = type(mod)
+    if kind in ACTIVATIONS:
+        return O.Act(ACTIVATIONS[kind])
+    if kind is nn.LeakyReLU:
+        return O.Act("leaky_relu", float(mod.negative_slope))
+    if kind is nn.GELU and mod.approximate == "none":
+        return O.Act("gelu")
+    if kind is nn.Flatten and mod.start_dim == 1 and mod.end_dim == -1:
+        return O.Flatten()
+    if issubclass(kind, TORCH_LINEAR):
+        return O.Dense(mod.out_features, *_law(mod, TORCH_LINEAR, zero_bias, notes, name))
+    if issubclass(kind, TORCH_CONV):
+        if mod.groups != 1 or _single(mod.dilation, "dilation", name) != 1 or mod.padding_mode != "zeros" \
+                or isinstance(mod.padding, str):
+            raise InputError(f"module {name!r} (Conv2d): groups, dilation, string padding or padding_mode "
+                             f"{mod.padding_mode!r} have no kernel map; allowed: groups=1, dilation=1, integer "
+                             "zeros padding")
+        return O.Conv2d(mod.out_channels, _single(mod.kernel_size, "kernel_size", name),
+                        _single(mod.stride, "stride", name), _single(mod.padding, "padding", name),
+                        *_law(mod, TORCH_CONV, zero_bias, notes, name))
+    if kind is nn.LayerNorm:
+        return O.LayerNorm()
+    if kind is getattr(nn, "RMSNorm", None):
+        return O.RMSNorm()
+    if kind is nn.AvgPool2d and mod.count_include_pad and not mod.ceil_mode and mod.divisor_override is None:
+        return O.AvgPool2d(_single(mod.kernel_size, "kernel_size", name),
+                           _single(mod.stride, "stride", name), _single(mod.padding, "padding", name))
+    if kind is nn.AdaptiveAvgPool2d and _single(mod.output_size, "output_size", name) == 1:
+        return O.GlobalAvgPool()
+    return None
+
+
+def _walk_module(mod: nn.Module, prefix: str, zero_bias: bool, notes: list, ops: list, names: list):
+    if type(mod) is nn.Sequential:
+        for child_name, child in mod.named_children():
+            _walk_module(child, f"{prefix}.{child_name}" if prefix else child_name, zero_bias, notes, ops, names)
+        return
+    op = _leaf(mod, prefix, zero_bias, notes)
+    if op is None:
+        raise InputError(f"module {prefix or '(top level)'!r} ({type(mod).__name__}) has no kernel map over a dataset;"
+                         f" supported: {SUPPORTED}")
+    ops.append(op)
+    names.append(f"{prefix} {type(mod).__name__}")
+
+
+def translate(model, input_shape, zero_bias: bool = False):
+    """(ops, names, notes) of ``model`` (module docstring)."""
+    notes: list = []
+    if isinstance(model, (models.SpecFactory, models.MLPFactory)):
+        ops = model.ops if isinstance(model, models.SpecFactory) else (O.Flatten(),) + model.spec.all_ops()
+        return tuple(ops), [f"{i} {type(op).__name__}" for i, op in enumerate(ops)], notes
+    if not isinstance(model, nn.Module):
+        if not callable(model):
+            raise InputError(f"model must be an nn.Module or a factory, got {type(model).__name__}")
+        torch.manual_seed(0)
+        model = model(0, 0) if models.takes_index(model) else model(0)
+        if not isinstance(model, nn.Module):
+            raise InputError(f"the model factory returned {type(model).__name__}, not an nn.Module")
+    ops, names = [], []
+    _walk_module(model, "", zero_bias, notes, ops, names)
+    try:
+        with torch.no_grad():
+            out = model(torch.zeros(2, *input_shape))
+    except Exception as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"the model cannot take data points of shape {tuple(input_shape)}: {msg}") from None
+    if not isinstance(out, torch.Tensor) or out.dim() != 2:
+        raise InputError("the model must return logits [batch, classes]")
+    return tuple(ops), names, notes
+
+
+def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, seed: int = 0, n_draws=None,
+                    pairs=None):
+    """(DataTheory, info) of a model name / module.path:factory / nn.Module on a dataset name, file or tensor."""
+    from igbsym.nngp import theory
+    ds = datasets.load(data, seed=seed)
+    n_out = classes or ds.n_classes or 2
+    if n_out < 2:
+        raise InputError(f"--classes must be >= 2, got {n_out}")
+    model = models.resolve_model(model_spec, ds.data.shape[1:], n_out) if isinstance(model_spec, str) else model_spec
+    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias)
+    res = theory(ops, ds.data.double().numpy(), classes=n_out, names=names, n_draws=n_draws, seed=seed, pairs=pairs)
+    res.notes = notes + res.notes
+    info = dict(model=model_spec if isinstance(model_spec, str) else type(model_spec).__name__,
+                data=data if isinstance(data, str) else ds.name, classes=n_out, zero_bias=zero_bias)
+    return res, info
+
+
+def run(args) -> int:
+    """``igbsym predict --model M --data X [--classes C] [--zero-bias] [--pairs N] [--json]``."""
+    if args.model is None or args.data is None:
+        raise InputError("predict: --model and --data go together (the data route); allowed: both, or neither "
+                         "(the i.i.d. Gaussian-data route with --activation --depth ...)")
+    fixed = [o for o, v in (("--activation", args.activation != "relu"), ("--depth", args.depth != 1),
+                            ("--norm", args.norm != "none"), ("--pool", args.pool is not None),
+                            ("--batch-size", args.batch_size is not None), ("--sigma-w", args.sigma_w is not None),
+                            ("--residual", args.residual), ("--alpha", args.alpha is not None),
+                            ("--plot", args.plot is not None)) if v]
+    if fixed:
+        raise InputError(f"predict: {', '.join(fixed)} describe the i.i.d. Gaussian-data architecture; with --model "
+                         "the architecture is the model's; allowed with --model/--data: --classes, --zero-bias, "
+                         "--pairs, --json")
+    if args.classes is not None and args.classes < 2:
+        raise InputError(f"predict: --classes {args.classes} is not allowed; allowed: an integer >= 2")
+    torch.set_num_threads(1)
+    res, info = predict_on_data(args.model, args.data, args.classes, args.zero_bias, pairs=args.pairs)
+    if args.json:
+        print(json.dumps(dict(info, **res.to_dict())))
+    else:
+        print(f"igbsym predict: model {info['model']} on {info['data']} ({info['classes']} classes"
+              + (", zero biases" if args.zero_bias else "") + ")")
+        print(res.summary())
+    sys.stdout.flush()
+    return 0
+
+
+
+
+
+def compare_with_probe(res, model, ds, classes: int, zero_bias: bool, seed: int = 0, n_draws: int = 20000):
+    """``igbsym probe --theory``: the infinite-width prediction next to a ProbeResult ``res`` of ``model`` on the
+    Dataset ``ds``: γ_∞ vs γ̂ (z from the probe's SE: the finite-width O(1/N) gap is included in what z measures),
+    the KS test of the measured G0 against the GP law (two-sample, against ``n_draws`` GP draws; both jittered by
+    U(−½, ½)/D), and per module the theory's γ-like ratio next to the measured one. Returns (dict, theory)."""
+    from scipy import stats as sps
+
+    from .stats import jitter_g0
+    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias)
+    from igbsym.nngp import theory
+    th = theory(ops, ds.data.double().numpy(), classes=classes, names=names, n_draws=n_draws, seed=seed)
+    th.notes = notes + th.notes
+    z = (res.gamma.value - th.gamma) / res.gamma.se if res.gamma.se > 0 else math.inf
+    out = dict(gamma_inf=th.gamma, gamma_population=th.gamma_population, gamma_hat=res.gamma.value,
+               gamma_hat_se=res.gamma.se, z=z, law=th.law.to_dict() if th.law is not None else None, ks=None)
+    if th.law is not None and res.n_classes == 2:
+        ks = sps.ks_2samp(jitter_g0(res.g0, res.n_data, seed), jitter_g0(th.law.draws[:, 0], res.n_data, seed + 1))
+        out["ks"] = dict(statistic=float(ks.statistic), p_value=float(ks.pvalue))
+    measured = {l.name: l.gamma for l in res.layers}
+    out["layers"] = [dict(name=r["name"], theory=r["ratio"],
+                          measured=None if measured.get(r["name"].split(" ")[0]) is None
+                          else measured[r["name"].split(" ")[0]].value,
+                          measured_se=None if measured.get(r["name"].split(" ")[0]) is None
+                          else measured[r["name"].split(" ")[0]].se) for r in th.layers]
+    out["notes"] = th.notes
+    return out, th
+
+
+def comparison_text(cmp: dict) -> str:
+    lines = [f"theory (infinite width, this dataset): gamma_inf = {cmp['gamma_inf']:.5g}; measured gamma_hat = "
+             f"{cmp['gamma_hat']:.5g} ± {cmp['gamma_hat_se']:.2g} (z = {cmp['z']:.2f}, finite width included)"]
+    if cmp["ks"] is not None:
+        lines.append(f"KS of G0 against the GP law (two-sample): D_n = {cmp['ks']['statistic']:.4f}, "
+                     f"p = {cmp['ks']['p_value']:.3g}")
+    lines.append("per module: theory (infinite width) vs measured gamma-like ratio")
+    for r in cmp["layers"]:
+        meas = "-" if r["measured"] is None else f"{r['measured']:.4g} ± {r['measured_se']:.2g}"
+        lines.append(f"  {r['name']:<32} {r['theory']:10.4g}   {meas}")
+    return "\n".join(lines + [f"note: {n}" for n in cmp["notes"]])
