@@ -159,13 +159,17 @@ def test_every_op_implements_the_protocol(name):
 
 def test_scale_op_end_to_end():
     """Scale(α) after Dense(σ_w) is Dense(α σ_w): its map, predict (through the engine), its noise factor and the
-    batched simulator agree with that identity; the diff that added Scale is igbsym/ops/scale.py alone."""
+    batched simulator and the dataset kernel agree with that identity; the diff that added Scale is
+    igbsym/ops/scale.py alone."""
     a = 1.3
     scaled = Spec(None, (O.Dense(None, 1.0), O.Scale(a), O.Act("gelu")) * 3, sigma_out=1.0)
     plain = Spec(None, (O.Dense(None, a), O.Act("gelu")) * 3, sigma_out=1.0)
     assert predict(scaled).gammas == pytest.approx(predict(plain).gammas, rel=1e-14)
     g3 = float(igbsym.get("depth.gamma").numpy(L=3, activation="gelu", sigma_w=a))
     assert predict(scaled).gamma == pytest.approx(g3, rel=1e-13)
+    from igbsym.nngp import theory
+    x = np.random.default_rng(0).standard_normal((40, 6))
+    assert theory(scaled.all_ops(), x).gamma == pytest.approx(theory(plain.all_ops(), x).gamma, rel=1e-12)
     s = O.State(np.float64(2.0), 0.3, 0.7, 0.1)
     assert float(O.Scale(a).noise(s)) == pytest.approx(a * a, rel=1e-15)
     assert float(O.Scale(a).numpy(s).m) == pytest.approx(a * 0.1, rel=1e-15)

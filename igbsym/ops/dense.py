@@ -8,6 +8,7 @@ included), m' = 0.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -62,7 +63,7 @@ class Dense(Op):
         return self.width_
 
     def limit(self):
-        return Dense(None, self.sigma_w)
+        return dataclasses.replace(self, width_=None)
 
     def shapes(self, n):
         return [(n, self.width_)]

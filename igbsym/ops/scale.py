@@ -56,3 +56,7 @@ class Scale(Op):
 
     def noise(self, s, backend="numpy"):
         return self.alpha**2 + 0 * s.q
+
+    def kernel(self, s):
+        a = float(self.alpha)
+        return dataclasses.replace(s, k=a * a * s.k, ka=a * a * s.ka, kb=a * a * s.kb, ma=a * s.ma, mb=a * s.mb)
