@@ -53,9 +53,11 @@ def _eq(a, c_):
 def _proxy(d: Derivation):
     d.step("Setup (Eqs. 27-29): x_1..x_B iid N(mu, sigma^2); for point a, m = mean and s^2 = (1/(B-1)) sum (x_j - m)^2 "
            "of the other B-1 points, B~ = (x_a - m)/s. The difference D = x_a - m is Gaussian with variance "
-           "sigma^2 (1 + (B-1)/(B-1)^2):", sp.Eq(sp.Symbol("Var_D"), sp.factor(sigma**2 * (1 + (B - 1) / (B - 1) ** 2))))
+           "sigma^2 (1 + (B-1)/(B-1)^2):",
+           sp.Eq(sp.Symbol("Var_D"), sp.factor(sigma**2 * (1 + (B - 1) / (B - 1) ** 2))))
     d.step("S = (B-1) s^2/sigma^2 is chi-square with B-2 degrees of freedom, independent of D (Cochran; the mean and "
-           "variance of a Gaussian sample are independent and x_a is independent of both). Hence B~ = sqrt(B) U/sqrt(S) "
+           "variance of a Gaussian sample are independent and x_a is independent of both). "
+           "Hence B~ = sqrt(B) U/sqrt(S) "
            "with U ~ N(0,1): U = D/(sigma sqrt(B/(B-1))) and s = sigma sqrt(S/(B-1)).")
     integrand = chi2_pdf(B - 2) * sp.sqrt(v / B) * sp.exp(-b**2 * v / (2 * B)) / sp.sqrt(2 * sp.pi)
     d.step("Density from the definition: f(b) = int_0^oo f_S(v) sqrt(v/B) phi(b sqrt(v/B)) dv =",
@@ -274,7 +276,8 @@ def _tv(d: Derivation):
 
 def _relu_bn(d: Derivation):
     d.step("ReLU + BN (Thm E.2): every BN output node j of the last hidden layer sums to 0 over each batch (train "
-           "mode, any eps), so for a dataset made of whole batches E_chi(B_j) = 0 exactly, mu_c = sum_j w_cj E_chi(B_j) "
+           "mode, any eps), so for a dataset made of whole batches E_chi(B_j) = 0 exactly, "
+           "mu_c = sum_j w_cj E_chi(B_j) "
            "= 0 for every initialisation and Var_W(mu_c) = 0: gamma = 0 at any width, depth and B (full batch "
            "B = oo included).")
     d.prove("bn.gamma_relu_bn", sp.S.Zero)

@@ -60,7 +60,8 @@ def _law(d: Derivation):
 
 def _gamma(d: Derivation):
     sw = sp.Symbol("sigma_w", positive=True)
-    d.step("igb.gamma: one hidden layer, N(0, I) data, Kaiming weights: node pre-activations are N(0, sigma_w^2) in the "
+    d.step("igb.gamma: one hidden layer, N(0, I) data, Kaiming weights: node pre-activations are N(0, sigma_w^2) "
+           "in the "
            "infinite-width limit; with zero-mean output weights v, Var_W(mu_c) = N E[v^2] E_x[phi]^2 and "
            "Var_chi(O_c) = N E[v^2] Var_x[phi] (IGB paper Eqs. 16-19), so gamma = E[phi]^2 / Var[phi].")
     for name in ("relu", "leaky_relu", "identity", "srelu"):

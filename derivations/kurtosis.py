@@ -81,7 +81,8 @@ def _lemmas(d: Derivation):
     d.step(f"Counterexample (a = 0): (x, y) uniform on (1,1), (-1,-1), (2,-1/4), (1/4,-2), (-2,1/4), (-1/4,2) is "
            f"identically distributed, symmetric, zero-mean and uncorrelated, yet E[ReLU(x)^2 ReLU(y)^2] = {lhs} while "
            f"Lemma 4.2 gives (sigma^4 + c)/4 = E[x^2 y^2]/4 = {rhs}.")
-    d.erratum(f"{PAPER}, Lemma 4.2 (and App. C)", "identically distributed, uncorrelated, zero-mean, symmetric x, y give "
+    d.erratum(f"{PAPER}, Lemma 4.2 (and App. C)",
+              "identically distributed, uncorrelated, zero-mean, symmetric x, y give "
               "E[phi_a^2(x) phi_a^2(y)] = (a^2+1)^2 (sigma^4 + c)/4",
               "true under joint sign symmetry (x, y) =d (s x, t y); every hidden layer of the net has it (independent "
               "symmetric rows of W), so Prop. 4.3 holds for l >= 1 and for l = 0 iff the input has it",
@@ -178,7 +179,8 @@ def _spectrum(d: Derivation):
     require(sp.simplify(sp.expand((1 - tr + det) * w**2) - num_u.subs(u, K.U)) == 0)
     neg = sp.expand(-num_u.subs({u: sp.Rational(1, 2) + t, w: 2 + v, kw: 1 + kk}))
     require(all(cf > 0 for cf in sp.Poly(neg, t, v, kk).coeffs()) and neg.subs({t: 0, v: 0, kk: 0}) > 0)
-    d.step("Lemma 4.5 as an inequality on trace and determinant: w^2 (1 - tr + det) = 1 + (w-1)(1-6u) - 2u kappa_w with "
+    d.step("Lemma 4.5 as an inequality on trace and determinant: "
+           "w^2 (1 - tr + det) = 1 + (w-1)(1-6u) - 2u kappa_w with "
            "u = (1+a^4)/(1+a^2)^2 = 1/2 + (1-a^2)^2/(2(1+a^2)^2). With u = 1/2 + t, w = 2 + v, kappa_w = 1 + k "
            "(t, v, k >= 0) its negative is a polynomial with positive coefficients and constant term > 0, so "
            "tr > det + 1 and lambda_max > 1 for every w >= 2, a, kappa_w >= 1 (in fact every kappa_w >= 0):", neg)
@@ -312,7 +314,8 @@ def _sample_variance(d: Derivation):
     d.erratum(f"{PAPER}, Sec. 5", "S_n^2 of a network's n outputs has Var = (kappa - (n-3)/(n-1)) sigma^4/n and the "
               "Gamma(DF_n/2, 2/DF_n) law", "both assume n iid draws; the outputs of one net share its weights, so "
               "Var[S_n^2] also contains Var_W(Var_x(y|W)), which does not vanish as n grows",
-              "simulation in validation/checks_kurtosis.py (thesis Fig. 1 setting): quantiles of S_n^2 vs the Gamma law",
+              "simulation in validation/checks_kurtosis.py (thesis Fig. 1 setting): quantiles of S_n^2 vs the "
+              "Gamma law",
               simulation="check kurtosis.empirical_variance: at L = 20, P(S^2 < 10^-3) is 0.46 simulated vs 0.87 "
                          "predicted by the iid formula (README run)")
 

@@ -88,8 +88,8 @@ def _kernels(d: Derivation):
            f"{float(ref):.15g}.")
     A, B, t, k = (sp.Symbol(n, positive=True) for n in ("A", "B", "t", "k"))
     d.step("erf: Price's theorem d/dk E[erf(u) erf(v)] = E[erf'(u) erf'(v)] = (4/pi) E[e^{-u^2-v^2}] = (4/pi)/sqrt(det"
-           "(I + 2 C)) = (4/pi)/sqrt(A B - 4 k^2), C the covariance of (u, v), A = 1 + 2 v_a, B = 1 + 2 v_b, and the value 0 "
-           "at k = 0:")
+           "(I + 2 C)) = (4/pi)/sqrt(A B - 4 k^2), C the covariance of (u, v), A = 1 + 2 v_a, B = 1 + 2 v_b, and "
+           "the value 0 at k = 0:")
     integral = sp.integrate(4 / (sp.pi * sp.sqrt(A * B - 4 * t**2)), (t, 0, k), conds="none")
     derived = sp.simplify(integral.subs({A: 1 + 2 * sp.Symbol("v_a"), B: 1 + 2 * sp.Symbol("v_b")}))
     d.step("the integral:", derived)

@@ -43,7 +43,8 @@ def _rectified(d: Derivation):
 
 def _lemma_f1(d: Derivation):
     d.step("Lemma F.1 (norm-placement-bn-ln.txt): Y = alpha X ~ N(alpha mu, alpha^2 sigma^2), so E[ReLU(Y)] is the "
-           "rectified mean at (alpha mu, |alpha| sigma). Integrating separately for alpha = beta > 0 and alpha = -beta:")
+           "rectified mean at (alpha mu, |alpha| sigma). "
+           "Integrating separately for alpha = beta > 0 and alpha = -beta:")
     for sign in (1, -1):
         ey = relu_moment_integral(1, sign * beta * mu, beta * sigma)
         vy = relu_moment_integral(2, sign * beta * mu, beta * sigma) - ey**2
@@ -77,7 +78,8 @@ def _lemma_f1(d: Derivation):
                          "rejected at z = 3273 (README run)")
     d.erratum("norm-placement-bn-ln.txt, Eq. 86 printed",
               "Var[ReLU(X)] = (mu^2+sigma^2)[1-Phi(-mu/sigma)] + mu sigma/sqrt(2 pi) exp(-mu^2/2sigma^2) - E^2",
-              "correct as printed (SymPy integration agrees); noted because Eq. 85/86 use 1-Phi(-mu/sigma) = Phi(mu/sigma)",
+              "correct as printed (SymPy integration agrees); noted because Eq. 85/86 use "
+              "1-Phi(-mu/sigma) = Phi(mu/sigma)",
               "rectified.var proved equal to the integral")
 
 
@@ -112,7 +114,8 @@ def mp_moment(act, centred):
         m = mpmath.quad(lambda z: f.mp(sigma * z, a, sigma) * dens(z), [-mpmath.inf, -3, 0, 3, mpmath.inf])
         if not centred:
             return m
-        return mpmath.quad(lambda z: (f.mp(sigma * z, a, sigma) - m) ** 2 * dens(z), [-mpmath.inf, -3, 0, 3, mpmath.inf])
+        return mpmath.quad(lambda z: (f.mp(sigma * z, a, sigma) - m) ** 2 * dens(z),
+                           [-mpmath.inf, -3, 0, 3, mpmath.inf])
     return route
 
 

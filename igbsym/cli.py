@@ -6,9 +6,11 @@ The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eva
 ``sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json]
 [--plot DIR]``. Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
-The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and ``run``
+The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and
+``run``
 are dispatched by name ("module:function", imported at dispatch time) to ``igbsym.derivations.cli``,
-``igbsym.validation.commands``, ``igbsym.validation.sweep`` and ``igbsym.validation.probe``, which check every argument before any long work starts.
+``igbsym.validation.commands``, ``igbsym.validation.sweep`` and ``igbsym.validation.probe``, which check every argument
+before any long work starts.
 """
 from __future__ import annotations
 

@@ -509,7 +509,8 @@ class ClosedForm:
 def _is_default(value, default) -> bool:
     """The given value equals the parameter's default (a CLI string is compared as a number)."""
     try:
-        return bool(np.all(np.asarray(float(value) if isinstance(value, str) else value, dtype=float) == float(default)))
+        given = float(value) if isinstance(value, str) else value
+        return bool(np.all(np.asarray(given, dtype=float) == float(default)))
     except (TypeError, ValueError):
         return value == default
 

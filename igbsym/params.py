@@ -12,7 +12,8 @@ from .spec import NORMS, PLACEMENTS
 
 ACTIVATION = Param("activation", "choice", "activation function", choices=activation_names())
 LEAKY_A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.01,
-                used_when=lambda case: case.get("activation") == "leaky_relu", used_text="with activation=leaky_relu only")
+                used_when=lambda case: case.get("activation") == "leaky_relu",
+                used_text="with activation=leaky_relu only")
 SIGMA_W_PARAM = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the "
                       "papers' Kaiming setting (igbsym.ops.SIGMA_W)", default=SIGMA_W)
 NORM = Param("norm", "choice", "normalisation layer", choices=NORMS, default="none")

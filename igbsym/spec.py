@@ -168,7 +168,8 @@ def resnet_ops(L, activation="relu", alpha=1.0, norm="none", placement="pre", or
     embedding's gain is ``embedding`` (default σ_w: the trunk starts at variance σ_w²; 1: a LeCun embedding, trunk
     variance 1, as in Labatie's code)."""
     block = residual_block(activation, norm, placement, order, a, sigma_w, width, layers=layers)
-    return (Dense(width, sigma_w if embedding is None else embedding),) + tuple(Residual(alpha, block) for _ in range(L))
+    embed = Dense(width, sigma_w if embedding is None else embedding)
+    return (embed,) + tuple(Residual(alpha, block) for _ in range(L))
 
 
 def default_srelu_shift(norm, placement, sigma_w) -> float:

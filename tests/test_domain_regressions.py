@@ -245,7 +245,8 @@ def test_rectified_scaled_var_over_the_double_range(alpha, mu, sigma):
             unit = mpmath.mpf(1)
         else:   # t < 0: E[ReLU(t + Z)^k] = φ(t) ∫_0^∞ y^k e^{-|t| y - y²/2} dy (z = |t| + y)
             r = -t
-            i1, i2 = (mpmath.quad(lambda y, k=k: y**k * mpmath.exp(-r * y - y * y / 2), [0, 1, mpmath.inf]) for k in (1, 2))
+            i1, i2 = (mpmath.quad(lambda y, k=k: y**k * mpmath.exp(-r * y - y * y / 2), [0, 1, mpmath.inf])
+                      for k in (1, 2))
             unit = mpmath.npdf(r) * (i2 - mpmath.npdf(r) * i1**2)
         ref = a * a * s * s * unit
         got = igbsym.get("rectified.scaled_var").numpy(alpha=alpha, mu=mu, sigma=sigma)

@@ -38,7 +38,8 @@ def test_pdf_kernel_mp_and_change_of_variables_agree(g, gamma):
 
 @given(gamma=st.floats(0.01, 50))
 def test_pdf_integrates_to_one_and_cdf_is_its_integral(gamma):
-    """Substituting g = Phi(x): int_0^G f(g) dg = int_{-inf}^{Phi^-1(G)} f(Phi(x)) phi(x) dx (Simpson on a fine grid)."""
+    """Substituting g = Phi(x): int_0^G f(g) dg = int_{-inf}^{Phi^-1(G)} f(Phi(x)) phi(x) dx (Simpson on a fine
+    grid)."""
     pdf, cdf = igbsym.get("igb.pdf"), igbsym.get("igb.cdf")
     lo = -12 * max(1, np.sqrt(gamma))
     for g in (0.05, 0.3, 0.5):  # f(g) = f(1-g), so the half-line x < 0 covers the whole law
@@ -198,7 +199,8 @@ def test_gamma_at_tiny_sigma_w(activation, sigma_w):
     with mpmath.workdps(50):
         sw = mpmath.mpf(sigma_w)
         def expect(f):  # in z = x/σ, the integrand scaled by 1/σ² (mpmath.quad's stopping test is absolute)
-            return sw**2 * mpmath.quad(lambda z: f(sw * z) / sw**2 * mpmath.npdf(z), [-mpmath.inf, -8, 0, 8, mpmath.inf])
+            return sw**2 * mpmath.quad(lambda z: f(sw * z) / sw**2 * mpmath.npdf(z),
+                                       [-mpmath.inf, -8, 0, 8, mpmath.inf])
         if activation == "sigmoid":
             m, v = mpmath.mpf(1) / 2, expect(lambda t: mpmath.tanh(t / 2) ** 2 / 4)
         else:

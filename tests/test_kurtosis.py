@@ -235,7 +235,8 @@ def test_leaky_moments_over_the_double_range(a, sigma):
 
 # --- issue 17: the input conditions are decided exactly at every double (no overflow of sigma2^2) --------------
 def _exact_inputs_ok(kappa0, c0, sigma2) -> bool:
-    """The declared conditions decided by SymPy on the exact rational values of the doubles (the domain's definition)."""
+    """The declared conditions decided by SymPy on the exact rational values of the doubles (the domain's
+    definition)."""
     import sympy as sp
     from fractions import Fraction
     k, c, s = (sp.Rational(Fraction(v)) for v in (kappa0, c0, sigma2))

@@ -120,7 +120,8 @@ GOLDEN = {
     ("moments.bn_resnet_exponent", (("activation", "relu"),)):
         r"\beta_{\mathrm{BN\text{-}Res}}(\mathrm{ReLU}) = \frac{1}{2 \left(\pi - 1\right)}",
     ("resnet.gamma", (("L", 1), ("activation", "relu"))):
-        r"\gamma^{\mathrm{res}}_{1} = \frac{\alpha^{2} \sigma_w^{2}}{\alpha^{2} \sigma_w^{2} \left(\pi - 1\right) + 2 \pi}",
+        r"\gamma^{\mathrm{res}}_{1} = \frac{\alpha^{2} \sigma_w^{2}}"
+        r"{\alpha^{2} \sigma_w^{2} \left(\pi - 1\right) + 2 \pi}",
     ("activation.mean", (("activation", "relu"),)):
         r"\mathbb{E}\left[\mathrm{ReLU}(X)\right] = \frac{\sigma}{\sqrt{2\pi}}",
     ("activation.var", (("activation", "relu"),)):

@@ -120,7 +120,8 @@ def test_exact_cases_kernel_equals_lambdified_closed_form_and_quadrature(act):
 
 
 def test_special_cases_agree_with_other_families():
-    """k = 1 is no pooling: the pooled unit is the activation itself (a special-case identity: max over k = 1 is the identity)."""
+    """k = 1 is no pooling: the pooled unit is the activation itself (a special-case identity: max over k = 1 is the
+    identity)."""
     for s in (0.4, 1.0, 3.0):
         for act in ACTS:
             assert rel(get("maxpool.var").numpy(k=1, sigma=s, activation=act),

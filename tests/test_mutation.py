@@ -5,7 +5,8 @@ simulations memoised by ``reuse_simulations`` so only predictions and statistics
 value replaced on every route (numpy, mp, lambdified) by: a relative shift of 3 allowances of the check
 ('shift'), 1.25 v + 0.05 ('gross'), and each integer structural parameter + 1 (B+1, k+1, L+1, w+1, n+1, D+1).
 A form is caught when some Result of that form fails under every mutation (a structural mutation that moves no
-z-test prediction by more than 2 allowances is recorded as below the check's resolution, not as a miss). The outcome must equal the
+z-test prediction by more than 2 allowances is recorded as below the check's resolution, not as a miss). The outcome
+must equal the
 committed record validation/mutation_coverage.json that ``igbsym validate --list`` shows (regenerate with
 ``IGBSYM_WRITE_MUTATION=1``). The meta-test itself (a quick run of every check, then of each mutation) is
 ``slow``: CI verifies instead that the committed record is current (tests/test_coverage.py: every form caught,

@@ -101,10 +101,12 @@ def test_activation_var_mp_route_vs_quadrature(activation, sigma, a):
 def test_special_case_identities():
     s = np.linspace(0.1, 4, 50)
     act_m, act_v = igbsym.get("activation.mean"), igbsym.get("activation.var")
-    np.testing.assert_allclose(act_v.numpy(activation="leaky_relu", a=0.0, sigma=s), act_v.numpy(activation="relu", sigma=s))
+    np.testing.assert_allclose(act_v.numpy(activation="leaky_relu", a=0.0, sigma=s),
+                               act_v.numpy(activation="relu", sigma=s))
     np.testing.assert_allclose(act_v.numpy(activation="leaky_relu", a=1.0, sigma=s), s**2)
     np.testing.assert_allclose(act_v.numpy(activation="srelu", sigma=s), act_v.numpy(activation="relu", sigma=s))
-    np.testing.assert_allclose(act_m.numpy(activation="relu", sigma=s), igbsym.get("rectified.mean").numpy(mu=0, sigma=s))
+    np.testing.assert_allclose(act_m.numpy(activation="relu", sigma=s),
+                               igbsym.get("rectified.mean").numpy(mu=0, sigma=s))
     assert act_m.is_exact(activation="tanh") and not act_v.is_exact(activation="tanh")
 
 

@@ -46,7 +46,8 @@ def test_closed_form_ops_agree_in_three_backends(op, q, c, m, gaussian):
     with mpmath.workdps(30):
         mp_out = op.mp(O.State(mpmath.mpf(q), mpmath.mpf(c), 1 - mpmath.mpf(c), mpmath.mpf(m), gaussian))
         exact = {f: sp.Float(v, 40) for f, v in vars(op).items() if isinstance(v, float)}   # the float's binary value
-        sy = replace(op, **exact).sym(O.State(sp.Float(q, 40), sp.Float(c, 40), 1 - sp.Float(c, 40), sp.Float(m, 40), gaussian))
+        sy = replace(op, **exact).sym(O.State(sp.Float(q, 40), sp.Float(c, 40), 1 - sp.Float(c, 40), sp.Float(m, 40),
+                                              gaussian))
         for name in ("q", "c", "e", "m"):
             a, b, ref = float(getattr(np_out, name)), getattr(mp_out, name), sp.N(getattr(sy, name), 30)
             assert abs(b - mpmath.mpf(str(ref))) <= mpmath.mpf(10) ** -25 * (1 + abs(b)), (name, b, ref)
@@ -241,7 +242,8 @@ def test_homogeneous_centre_spread_keeps_its_digits_at_tiny_c(slope):
             cc, r = mpmath.mpf(c), slope_ratio(mpmath.mpf(slope))
             ref = cc + r * (mpmath.sqrt(1 - cc**2) - cc * mpmath.acos(cc)) / mpmath.pi - r / mpmath.pi
         kc = float(c + slope_ratio(slope) * (math.sqrt(1 - c * c) - c * math.acos(c)) / math.pi)
-        assert float(np_spread_ratio(slope, float(slope_ratio(slope)), c, kc)) == pytest.approx(float(ref), rel=1e-13, abs=0)
+        got = float(np_spread_ratio(slope, float(slope_ratio(slope)), c, kc))
+        assert got == pytest.approx(float(ref), rel=1e-13, abs=0)
         with mpmath.workdps(30):
             r30, c30 = slope_ratio(mpmath.mpf(slope)), mpmath.mpf(c)
             k30 = c30 + r30 * (mpmath.sqrt(1 - c30**2) - c30 * mpmath.acos(c30)) / mpmath.pi

@@ -22,8 +22,10 @@ What a new check must provide so that the mutation meta-test (tests/test_mutatio
    re-runs the check under each mutation recomputing only predictions and statistics. The check must not
    modify what a reusable function returned (no in-place ops on it).
 5. Seeds come from :func:`seed_for` (one seeding scheme), sizes from ``SIZES`` via :func:`size` (one table
-   per mode, filled with :func:`register_sizes`), and the quick mode must catch the mutations (the meta-test runs quick mode).
-Then ``python -m igbsym.validation.checks --write-mutation`` (or ``IGBSYM_WRITE_MUTATION=1 pytest tests/test_mutation.py``)
+   per mode, filled with :func:`register_sizes`), and the quick mode must catch the mutations (the meta-test runs quick
+   mode).
+Then ``python -m igbsym.validation.checks --write-mutation`` (or ``IGBSYM_WRITE_MUTATION=1 pytest
+tests/test_mutation.py``)
 records the outcome in ``validation/mutation_coverage.json``; ``igbsym validate --list`` reads that record
 (it never re-runs simulations) and :func:`coverage` counts a form only if its mutations are caught and the
 recorded fingerprint of the check's source still matches (else the row says ``stale``).

@@ -162,7 +162,8 @@ def _layer_law_one(ctx, B, out, keep):
 def _default_eps(out, st, B, C, seed):
     """torch's default eps = 1e-5 at sigma = 1 (B > 3: the bound needs E[1/s²] < inf)."""
     bound = 1e-5 * B / (B - 3) + 4 * B * U64
-    out.append(z_result("bn.var_canonical", f"B={B} torch default eps=1e-5, sigma=1", get("bn.var_canonical").numpy(B=B),
+    out.append(z_result("bn.var_canonical", f"B={B} torch default eps=1e-5, sigma=1",
+                        get("bn.var_canonical").numpy(B=B),
                         *_units(st["m2_def"]), C, seed, bias_bound=bound,
                         note=f"exact bias bound eps B/((B-3) sigma^2) + 4 B u = {bound:.2g}; KS shift <= "
                              f"{bound / 8:.1g}, far below the KS resolution 1/sqrt(n)"))

@@ -196,7 +196,8 @@ def _plot_kappa(ctx, curves):
     ax.set_ylabel("kurtosis kappa_l")
     ax.legend(fontsize=6)
     ctx.save_figure("kurtosis_vs_depth", fig, "kappa_l vs depth: Prop. 4.3 recursion (lines) vs simulation over data "
-                    f"and weights (dots, 2 SE); z-tests only below the dotted gate kappa = {KAPPA_GATE:g} and where the "
+                    f"and weights (dots, 2 SE); z-tests only below the dotted gate kappa = {KAPPA_GATE:g} and where "
+                    "the "
                     f"planned cross moment 1 + c_l <= {E_GATE:g}")
 
 
@@ -238,7 +239,8 @@ def check_empirical_variance(ctx):
     dev = (s2 - 1.0) ** 2  # Var[S^2] with the known mean sigma^2 = 1
     label = f"iid outputs w={w} layer {depth + 1} n={n} (kappa={kap:.3f})"
     results.append(z_result("kurtosis.var_s2", label, float(var_s2.numpy(n=n, kappa=kap, sigma2=1.0)), dev.mean(),
-                            dev.std(ddof=1) / math.sqrt(groups), groups * n, ctx.seed, note=_gamma_gap(psmall, s2, kap)))
+                            dev.std(ddof=1) / math.sqrt(groups), groups * n, ctx.seed,
+                            note=_gamma_gap(psmall, s2, kap)))
     est_df, se_df = delta_method(lambda m: 2.0 / m[0], [dev])
     results.append(z_result("kurtosis.df", label, float(df.numpy(n=n, kappa=kap)), est_df, se_df, groups * n,
                             ctx.seed))
@@ -323,7 +325,8 @@ def check_dead_relu(ctx):
             if law == "rademacher":
                 r = z_result("kurtosis.p_nonzero", tag + " (one-sided: upper bound, Rademacher atoms cancel)", paper,
                              est.mean(), se, inits * data, ctx.seed,
-                             note=f"measured {est.mean():.4f} vs Prop. B.2 {paper:.4f}, z = {(est.mean() - paper) / se:+.1f}"
+                             note=f"measured {est.mean():.4f} vs Prop. B.2 {paper:.4f}, "
+                                  f"z = {(est.mean() - paper) / se:+.1f}"
                                   ": Prop. B.2 needs atomless weights; tested: it is an upper bound")
                 r.passed = bool(est.mean() - paper <= 5 * se)
                 results.append(r)

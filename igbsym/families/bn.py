@@ -73,7 +73,8 @@ def _two_sum(p, q):
 def _canonical_x(b, B):
     """x = 1 - b²/(B-1), clipped to 0 outside the support, with full relative accuracy up to the support's edge.
 
-    Near |b| = sqrt(B-1) the rounded b² cancels against B - 1: the naive form loses ε/x relative. Here b² = p + e exactly
+    Near |b| = sqrt(B-1) the rounded b² cancels against B - 1: the naive form loses ε/x relative. Here b² = p + e
+    exactly
     (Dekker's split) and B - 1 = m + m_lo exactly (TwoSum), m - p is exact where p is within a factor 2 of m
     (Sterbenz), and the small parts are added by TwoSum, so the gap B - 1 - b² is rounded about twice."""
     b = np.minimum(np.abs(b), _SPLIT_BELOW)
@@ -130,7 +131,8 @@ _PHI_ZERO_FROM = 40.0     # |b| beyond which phi(b)(|b|^3 + 5|b|)/(4B) < e^{-800
 def _lower_tail(b, B, canonical: bool):
     """P(V <= -|b|) for the proxy (canonical=False) or canonical law, stable in every regime:
 
-    * B >= 1e16: Phi(-|b|) + phi(b)(|b|³ + 5|b|)/(4B) (proxy), Phi(-|b|) - phi(b)(|b|³ - 3|b|)/(4B) (canonical) (the 1/B expansion of bn.pdf_large_B integrated;
+    * B >= 1e16: Phi(-|b|) + phi(b)(|b|³ + 5|b|)/(4B) (proxy), Phi(-|b|) - phi(b)(|b|³ - 3|b|)/(4B) (canonical) (the
+    1/B expansion of bn.pdf_large_B integrated;
       relative error O(b^8/B²) < 1e-20 wherever the value is above 1e-300);
     * |b| >= 6 and B >= 100: ∫_{|b|}^∞ f(s) ds = f(|b|) ∫_0^∞ e^{-r} s'(r) dr with r the drop of the log-density
       from |b| (s(r) in closed form) and the 40-point Gauss–Laguerre rule: s'(r) is analytic with its nearest
@@ -489,7 +491,8 @@ register(ClosedForm(
                "f_c/f_p crosses 1 once on b > 0 (at b = c), so TV = 2[F_c(c) - F_p(c)]; for B = 3, 4 there is no "
                "crossing and TV = P(|B~| > sqrt(B-1))"),
     builder=lambda: NumericRoute(
-        _tv_numpy, _tv_mp, "root of the density log-ratio (Brent; mpmath secant) + Beta mass between the two CDF arguments",
+        _tv_numpy, _tv_mp,
+        "root of the density log-ratio (Brent; mpmath secant) + Beta mass between the two CDF arguments",
         "relative error <= 1e-13 for every B (tests: a quadrature of |f_c - f_p| and the large-B expansion); the TV is "
         "stationary in the crossing point, so root error enters squared",
         sp.Integral(sp.Abs(PROXY_PDF - CANON_PDF), (b, -sp.oo, sp.oo)) / 2)))

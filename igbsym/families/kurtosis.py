@@ -291,7 +291,8 @@ register(ClosedForm(
 _IID = ("exact for n iid draws; the n outputs of ONE network share its weights and are not independent, so in the "
         "thesis Fig. 1 setting this is an approximation (validation/checks_kurtosis.py measures the gap)")
 register(ClosedForm(
-    "kurtosis.var_s2", "Var[S_n^2] of the unbiased sample variance of n iid draws with variance sigma2, kurtosis kappa.",
+    "kurtosis.var_s2",
+    "Var[S_n^2] of the unbiased sample variance of n iid draws with variance sigma2, kurtosis kappa.",
     (N, KAPPA, SIGMA2), Provenance(THESIS, "Sec. 5 (O'Neill 2014)", _IID),
     expr=(kap - (n - 3) / (n - 1)) * s2**2 / n, conditions=(Condition(sp.Ge(kap, 1), "kappa >= 1"),),
     kernel=lambda n, kappa, sigma2: sigma2 * (sigma2 * (_excess(n, kappa) / n))))

@@ -453,7 +453,8 @@ _MP_EVEN = {  # the same even integrands in mpmath, (mean, second moment), each 
     "gelu": ((lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: -abs(x) * mp_ncdf(-abs(x)),
               lambda s: s / _mp_sq2pi()),
              (lambda x: (x * mp_ncdf(x)) ** 2,
-              lambda x: -x * x * mp_ncdf(-x) * (1 + mp_ncdf(x)) if x > 0 else (x * mp_ncdf(x)) ** 2, lambda s: s * s / 2)),
+              lambda x: -x * x * mp_ncdf(-x) * (1 + mp_ncdf(x)) if x > 0 else (x * mp_ncdf(x)) ** 2,
+              lambda s: s * s / 2)),
     "tanh": (None, (lambda x: mpmath.tanh(x) ** 2, lambda x: -mpmath.sech(x) ** 2, lambda s: mpmath.mpf(1))),
     "sigmoid": (None, (lambda x: mpmath.tanh(x / 2) ** 2 / 4, lambda x: -mpmath.sech(x / 2) ** 2 / 4,
                        lambda s: mpmath.mpf(1) / 4)),
@@ -475,7 +476,9 @@ def _numeric_moment(act: str, centred: bool) -> NumericRoute:
     mp_mean, mp_second = _MP_EVEN[act]
 
     def np_mean(sigma):
-        return split_expect(*mean_spec, sigma) if mean_spec else (0.5 if act == "sigmoid" else 0.0) * np.ones_like(sigma)
+        if mean_spec:
+            return split_expect(*mean_spec, sigma)
+        return (0.5 if act == "sigmoid" else 0.0) * np.ones_like(sigma)
 
     def np_route(sigma, a):
         sigma = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))[0]
@@ -491,7 +494,8 @@ def _numeric_moment(act: str, centred: bool) -> NumericRoute:
         if mp_mean is None:
             return second
         s = mpmath.mpf(sigma)   # GELU's mean has a closed form (_EXACT_MEAN): half the quadratures
-        mean = s * s / mpmath.sqrt(2 * mpmath.pi * (1 + s * s)) if act == "gelu" else mp_split_expect(*mp_mean, s, scale)
+        mean = (s * s / mpmath.sqrt(2 * mpmath.pi * (1 + s * s)) if act == "gelu"
+                else mp_split_expect(*mp_mean, s, scale))
         return second - mean**2
 
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)

@@ -20,7 +20,8 @@ POINTS = 8
 X_KINK = 45.0          # beyond |x| = 45 every smooth φ is constant or linear to < 3e-20 (sigmoid, SiLU: e^-45;
                        # tanh, GELU: smaller): only |x| <= 45 needs panels on the x-scale
 GH_MAX = 128           # NumPy's Gauss-Hermite nodes are accurate in double precision up to this order
-GH_SCALE = 0.3         # a Gaussian level of the nested mp integral with sd below this uses Gauss-Hermite, else a trapezoid
+GH_SCALE = 0.3         # a Gaussian level of the nested mp integral with sd below this uses Gauss-Hermite, else a
+                       # trapezoid
 
 
 @lru_cache(maxsize=None)

@@ -27,7 +27,8 @@ Q_MAX = 100.0          # the fixed mpmath rules' range in q (beyond: mpmath.quad
 Q_MAX_1D = 1e300       # the one-level moments' range in q: beyond it φ(√q z)² overflows on the z-grid
 SMALL_SD = 1e-3        # below this √q, E φ(√q Z) is its Taylor series φ(0) + φ''(0)q/2 + φ''''(0)q²/8
 
-EXPECT_ERROR = "composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 for sigma <= 100"
+EXPECT_ERROR = ("composite Gauss–Legendre (8 points/panel, panel <= min(0.05, 0.4/sigma)): relative error <= 1e-12 "
+                "for sigma <= 100")
 
 
 def expect(f, sigma, *args, chunk: int = 4096):
