@@ -131,8 +131,8 @@ def _vectors(d: Derivation):
         raise DerivationError(f"E max at C = 2: derivative {deriv} != {sp.diff(target, a)}")
     d.step("", sp.Eq(sp.Symbol("E\\max(G,1-G)"), target.subs(a, sp.sqrt(gamma))))
     n = fam.vector_samples(1.0, 2).shape[0]
-    for name, ref, sd in (("multiclass.max_fraction", fam._binary_max_mp, 0.25),
-                          ("multiclass.entropy", fam._binary_entropy_mp, 0.3)):
+    for name, ref, sd in (("multiclass.max_fraction", fam.binary_max_mp, 0.25),
+                          ("multiclass.entropy", fam.binary_entropy_mp, 0.3)):
         tol = 5 * sd / math.sqrt(n)
         _route_check(d, name, [dict(gamma=gm, C=2) for gm in (0.3, 1.0, 5.0)],
                      lambda gamma, C, ref=ref: ref(mpmath.mpf(gamma), 2, mpmath.inf), tol,

@@ -799,7 +799,7 @@ def fraction_vectors(u: np.ndarray, block: int = 32) -> np.ndarray:
     return out
 
 
-def _observed(vectors: np.ndarray, D: float, seed: int = 0) -> np.ndarray:
+def observed_fractions(vectors: np.ndarray, D: float, seed: int = 0) -> np.ndarray:
     """Fractions as measured on D i.i.d. data points: multinomial(D, G)/D per vector (D = inf: G itself)."""
     if math.isinf(D):
         return vectors
@@ -810,7 +810,7 @@ def _observed(vectors: np.ndarray, D: float, seed: int = 0) -> np.ndarray:
 
 def max_fraction_samples(gamma: float, C: int, D: float = math.inf) -> np.ndarray:
     """Monte Carlo sample of the dominant class fraction max_c G_c (at dataset size D)."""
-    return np.sort(_observed(vector_samples(gamma, C), D).max(1))
+    return np.sort(observed_fractions(vector_samples(gamma, C), D).max(1))
 
 
 def _vector_route(exact, sampled, gamma, C, D, *more):
@@ -859,7 +859,7 @@ def max_fraction_cdf_numpy(g, gamma, C, D):
 
 def entropy_numpy(gamma, C, D):
     def sampled(gm, cc, dd):
-        p = _observed(vector_samples(gm, cc), dd)
+        p = observed_fractions(vector_samples(gm, cc), dd)
         return float(-special.xlogy(p, p).sum(1).mean())
     return _vector_route(_binary_entropy, sampled, gamma, C, D)
 
@@ -870,7 +870,7 @@ def _no_vector_reference(name, C, D):
                              "vector_samples)")
 
 
-def _binary_max_mp(gamma, C, D):
+def binary_max_mp(gamma, C, D):
     _no_vector_reference("multiclass.max_fraction", C, D)
     return mpmath.mpf(1) / 2 + mpmath.atan(mpmath.sqrt(gamma)) / mpmath.pi
 
@@ -885,7 +885,7 @@ def _binary_max_cdf_mp(g, gamma, C, D):
     return mpmath.mpf(0) if gamma == mpmath.inf else mpmath.erf(mpmath.erfinv(2 * g - 1) / mpmath.sqrt(gamma))
 
 
-def _binary_entropy_mp(gamma, C, D):
+def binary_entropy_mp(gamma, C, D):
     """C = 2: E h(Phi(s Z)); for s > 1 in x = s z (the integrand's scale is 1 in x: a spike of width 1/s in z), on
     [-X, X] with X = sqrt(2 (dps + 10) ln 10): the integrand is <= phi(|x|) (1 + x^2) beyond, so the cut tails are
     below 10^-(dps + 5) of the value (an infinite interval put tanh-sinh nodes at x ~ 1e125 for s = 1e125 and missed
@@ -1085,7 +1085,7 @@ register(ClosedForm(
     "as measured on D data points (D = inf: the population value).", (GAMMA, C_PARAM, D_INF),
     Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
     accuracy=_VEC_ACC,
-    builder=_route(max_fraction_numpy, _binary_max_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
+    builder=_route(max_fraction_numpy, binary_max_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
                    _E(sp.Function("max_c")(_Gc))),
     limit=lambda gamma, C, D: (1 / mpmath.mpf(C) if gamma == 0 and D == mpmath.inf else
                                (1 if gamma == mpmath.inf else None)),
@@ -1104,7 +1104,7 @@ register(ClosedForm(
     "multiclass.entropy", "E[-sum_c G_c log G_c] (nats): how prejudiced a C-class net is (log C: none; 0: total).",
     (GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H", MODEL),
     accuracy=_VEC_ACC,
-    builder=_route(entropy_numpy, _binary_entropy_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
+    builder=_route(entropy_numpy, binary_entropy_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
                    _E(-sp.Sum(_Gc * sp.log(_Gc), (sp.Symbol("c"), 1, C_s)))),
     limit=lambda gamma, C, D: (mpmath.log(C) if gamma == 0 and D == mpmath.inf else
                                (0 if gamma == mpmath.inf else None)),
