@@ -79,7 +79,8 @@ def main():
         out["precision"].append(row)
         p, rb = row["plain"], row["rao-blackwell"]
         print(f"  {name:<20} gamma {rb['gamma']:.4g}; plain {p['inits_needed']:9.0f} inits {p['cpu_s_to_target']:9.1f}"
-              f" s | RB {rb['inits_needed']:7.0f} inits {rb['cpu_s_to_target']:7.1f} s | {row['cpu_ratio_plain_over_rb']:.3g}x"
+              f" s | RB {rb['inits_needed']:7.0f} inits {rb['cpu_s_to_target']:7.1f} s"
+              f" | {row['cpu_ratio_plain_over_rb']:.3g}x"
               f" less CPU (variance ratio {row['variance_ratio']:.3g})")
     path = Path(__file__).with_name("results_probe.json")
     path.write_text(json.dumps(out, indent=1))

@@ -148,7 +148,8 @@ def main():
     for r in eq:
         print(f"  P={r['P']:>5} L={r['L']:>2} I={r['inits']:>3}: loop {r['loop_ms_per_init']:7.1f} ms/init, simulate "
               f"{r['sim_ms_per_init']:7.1f} ms/init -> {r['ratio']:.2f}x; roofline: simulate "
-              f"{100 * r['sim_roofline']:.0f} %, loop {100 * r['loop_roofline']:.0f} % (mm {r['mm_gflops']:.1f} GFLOP/s)")
+              f"{100 * r['sim_roofline']:.0f} %, loop {100 * r['loop_roofline']:.0f} %"
+              f" (mm {r['mm_gflops']:.1f} GFLOP/s)")
     if args.equal_work:
         (Path(__file__).parent / "results_simulate_equal_work.json").write_text(json.dumps(eq, indent=1))
         return

@@ -1,4 +1,5 @@
-"""Derivation of Labatie's moments in the width limit (igbsym/families/moments.py; the noise maps are the ops' own, Op.noise).
+"""Derivation of Labatie's moments in the width limit (igbsym/families/moments.py; the noise maps are the ops'
+own, Op.noise).
 
 moments-well-behaved-vs-pathological.txt Sec. 3.1 defines, in words (its formulas are stripped in our copy), the
 non-central and central second moments of a layer's feature vectors, averaged over channels, and the normalised
@@ -35,7 +36,8 @@ def _bridge(d: Derivation):
 
 def _noise(d: Derivation):
     s = sp.Symbol("s", real=True)
-    dphi2 = sp.integrate(gauss(0, sp.sqrt(q)), (x, 0, sp.oo)) + s**2 * sp.integrate(gauss(0, sp.sqrt(q)), (x, -sp.oo, 0))
+    density = gauss(0, sp.sqrt(q))
+    dphi2 = sp.integrate(density, (x, 0, sp.oo)) + s**2 * sp.integrate(density, (x, -sp.oo, 0))
     d.step("Noise: dx' = J dx. Dense: E[(W dx)_i^2] = sigma_w^2 nu. phi: E[phi'(u)^2] nu for an isotropic noise "
            "independent of the data (u and du are uncorrelated in the width limit); for phi = x^+ - s x^-:",
            sp.simplify(dphi2))

@@ -67,6 +67,23 @@ def test_meta_test_exposes_a_check_that_rederives_its_prediction(own):
     assert rec["baseline"]["fake.m2"]["passed"]
 
 
+def test_refresh_reruns_only_the_checks_whose_source_changed(monkeypatch):
+    fakes = _fake_checks(True)
+    monkeypatch.setattr(checks, "all_checks", lambda: fakes)
+    current = run_mutations(fakes)
+    ran = []
+    real = checks.run_mutations
+    monkeypatch.setattr(checks, "run_mutations", lambda chks, progress=None: ran.append(chks) or real(chks))
+    assert checks.refresh_mutation_record(current)["forms"]["leaky.m2"] == current["forms"]["leaky.m2"]
+    assert ran == [[]]
+    wrong = {**current["forms"]["leaky.m2"], "caught": False}
+    old = dict(current, checks={"fake.m2": "0" * 16, "removed.check": "1" * 16},
+               forms={**current["forms"], "leaky.m2": wrong})
+    fresh = checks.refresh_mutation_record(old)
+    assert [c.name for c in ran[-1]] == ["fake.m2"]
+    assert fresh["checks"] == current["checks"] and fresh["forms"]["leaky.m2"]["caught"] is True
+
+
 def test_reusable_memoises_only_inside_the_block():
     calls = []
 

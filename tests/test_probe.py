@@ -121,7 +121,8 @@ def test_macro_classes_and_label_table():
     ds = datasets.load("digits")
     r = probe(build("mlp", (1, 8, 8), 2), datasets.Dataset("d", ds.data[:200], ds.labels[:200], 10), 3, classes=2,
               layers=False)
-    assert r.label_frac.shape == (3, 2, 2) and torch.allclose(r.label_frac.sum(-1), torch.ones(3, 2, dtype=r.label_frac.dtype))
+    ones = torch.ones(3, 2, dtype=r.label_frac.dtype)
+    assert r.label_frac.shape == (3, 2, 2) and torch.allclose(r.label_frac.sum(-1), ones)
 
 
 def test_datasets(tmp_path):
@@ -134,8 +135,9 @@ def test_datasets(tmp_path):
     torch.save({"data": torch.zeros(4, 2), "labels": torch.tensor([0, 1, 1, 0])}, tmp_path / "x.pt")
     assert datasets.load(str(tmp_path / "x.npy")).data.shape == (5, 3)
     assert datasets.load(str(tmp_path / "x.pt")).n_classes == 2
-    for bad, msg in (("cifar", "unknown dataset"), ("gaussian:3xq", "bad gaussian"), (str(tmp_path / "no.npy"),
-                     "does not exist"), (torch.tensor([[1.0, float("nan")]] * 3), "NaN"), (torch.zeros(1, 3), "D >= 2")):
+    for bad, msg in (("cifar", "unknown dataset"), ("gaussian:3xq", "bad gaussian"),
+                     (str(tmp_path / "no.npy"), "does not exist"),
+                     (torch.tensor([[1.0, float("nan")]] * 3), "NaN"), (torch.zeros(1, 3), "D >= 2")):
         with pytest.raises(InputError, match=msg):
             datasets.load(bad)
 

@@ -402,6 +402,32 @@ def run_mutations(checks=None, ctx: Context | None = None, progress=None) -> dic
     return record
 
 
+def refresh_mutation_record(record: dict, progress=None) -> dict:
+    """Re-run the meta-test only for the checks whose source changed since ``record`` (or that it lacks) and merge:
+    a form keeps the best row (caught, then finest shift) among the checks not re-run and the fresh ones."""
+    import igbsym
+    checks = all_checks()
+    stale = [c for c in checks if record["checks"].get(c.name) != check_fingerprint(c)]
+    stale_names = {c.name for c in stale}
+    fresh = run_mutations(stale, progress=progress)
+    names = {c.name for c in checks}
+    merged = {"mode": fresh["mode"], "seed": fresh["seed"], "forms": {},
+              "checks": {k: v for k, v in record["checks"].items() if k in names and k not in stale_names},
+              "baseline": {k: v for k, v in record["baseline"].items() if k in names and k not in stale_names}}
+    merged["checks"].update(fresh["checks"])
+    merged["baseline"].update(fresh["baseline"])
+    rows = [r for r in record["forms"].items() if r[1].get("check") in merged["checks"]
+            and r[1]["check"] not in stale_names] + [r for r in fresh["forms"].items() if r[1].get("check")]
+    for name, row in rows:
+        old = merged["forms"].get(name)
+        if old is None or (row["caught"], -row["delta"]) > (old["caught"], -old["delta"]):
+            merged["forms"][name] = row
+    for f in igbsym.forms():
+        merged["forms"].setdefault(f.name, {"check": None, "delta": None, "mutations": {}, "caught": False})
+    merged["forms"] = dict(sorted(merged["forms"].items()))
+    return merged
+
+
 def load_mutation_record() -> dict | None:
     try:
         return json.loads(MUTATION_RECORD.read_text())
@@ -443,18 +469,23 @@ def coverage() -> list:
 
 
 def main(argv=None) -> int:
-    """``python -m igbsym.validation.checks --write-mutation``: run the mutation meta-test and write the record."""
+    """``python -m igbsym.validation.checks --write-mutation [--stale]``: run the mutation meta-test (all checks, or
+    with --stale only those whose source changed since the record) and write the record."""
     import argparse
     import sys
     import torch
     parser = argparse.ArgumentParser(prog="python -m igbsym.validation.checks")
     parser.add_argument("--write-mutation", action="store_true", help="run the meta-test, write the record")
+    parser.add_argument("--stale", action="store_true",
+                        help="re-run only the checks whose source changed since the committed record")
     args = parser.parse_args(argv)
     if not args.write_mutation:
         parser.print_help()
         return 0
     torch.set_num_threads(1)
-    rec = run_mutations(progress=lambda m: print(m, file=sys.stderr, flush=True))
+    progress = lambda m: print(m, file=sys.stderr, flush=True)   # noqa: E731
+    old = load_mutation_record() if args.stale else None
+    rec = refresh_mutation_record(old, progress) if old else run_mutations(progress=progress)
     bad_base = {k: v["failed"] for k, v in rec["baseline"].items() if not v["passed"]}
     if bad_base:
         print(f"unmutated checks fail, record not written: {bad_base}")

@@ -10,9 +10,9 @@ layers=True, progress=None, zero_bias=False, estimator='auto', path='auto') -> P
   ``_reset_parameters()`` of e.g. ``nn.MultiheadAttention``) of every submodule, in ``modules()`` order, with the
   global torch RNG seeded by (seed, i) — or by ``init(module)`` if given (same seeding); or a factory: ``f(s)``
   gets the per-init seed s = (seed, i) hashed (the global RNG is seeded with it too) and ``f(seed, i)`` gets both
-  (``igbsym.validation.models.MLPFactory`` uses this to reproduce ``igbsym.validation.simulate``'s init i exactly). Models are
-  built on the CPU, then moved to ``device``, so init i has the same weights however the work is split or where it
-  runs. ``zero_bias=True`` sets every parameter whose name ends in ``bias`` to 0 (the paper's setting).
+  (``igbsym.validation.models.MLPFactory`` uses this to reproduce ``igbsym.validation.simulate``'s init i exactly).
+  Models are built on the CPU, then moved to ``device``, so init i has the same weights however the work is split
+  or where it runs. ``zero_bias=True`` sets every parameter whose name ends in ``bias`` to 0 (the paper's setting).
 - ``data``: tensor / ndarray [D, ...], a ``.npy``/``.pt`` path or a name of ``igbsym.validation.datasets``. ``labels``
   (or the dataset's own) with ``classes`` (an int k: macro-class = label mod k; or a sequence label → macro-class)
   only add a per-macro-class table of guesses; IGB never uses labels.
@@ -120,7 +120,8 @@ class ProbeResult:
                     gamma=est(self.gamma), estimator=self.estimator, estimator_note=self.estimator_note,
                     gamma_plain=est(self.gamma_plain), gamma_rao_blackwell=est(self.gamma_rb),
                     regime=self.regime, path=self.path, path_note=self.path_note,
-                    ks=None if self.ks is None else dict(statistic=self.ks[0], p_value=self.ks[1]), ks_note=self.ks_note,
+                    ks=None if self.ks is None else dict(statistic=self.ks[0], p_value=self.ks[1]),
+                    ks_note=self.ks_note,
                     mean_frac=self.frac.mean(0).tolist(), max_frac_mean=float(self.frac.max(1).values.mean()),
                     layers=[dict(name=l.name, kind=l.kind, units=l.mean.shape[1], gamma=est(l.gamma))
                             for l in self.layers],
@@ -128,10 +129,10 @@ class ProbeResult:
                     notes=self.notes, device=self.device, seconds=self.seconds)
 
     def summary(self) -> str:
+        ratio = (f"; variance ratio plain/RB = {(self.gamma_plain.se / self.gamma_rb.se) ** 2:.3g}"
+                 if self.gamma_rb is not None and self.gamma_rb.se > 0 else "")
         lines = [f"gamma = {self.gamma.value:.4g} ± {self.gamma.se:.2g} ({self.estimator}; {self.estimator_note})",
-                 f"plain estimator: {self.gamma_plain}" + (f"; variance ratio plain/RB = "
-                                                          f"{(self.gamma_plain.se / self.gamma_rb.se) ** 2:.3g}"
-                                                          if self.gamma_rb is not None and self.gamma_rb.se > 0 else ""),
+                 f"plain estimator: {self.gamma_plain}" + ratio,
                  f"regime: {self.regime}; mean over inits of the largest class fraction max_c G_c = "
                  f"{float(self.frac.max(1).values.mean()):.3f}",
                  "KS of G0 vs f_G0(gamma_hat): " + (f"D_n = {self.ks[0]:.4f}, p = {self.ks[1]:.3g}" if self.ks

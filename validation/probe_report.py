@@ -1,5 +1,6 @@
-"""``igbsym probe``: resolve --model / --data, run ``igbsym.validation.probe.probe`` with a progress bar, print the summary
-(or JSON) and write the report (probe.json, report.md, the G_c histogram with the fitted f_G0, the per-layer plot).
+"""``igbsym probe``: resolve --model / --data, run ``igbsym.validation.probe.probe`` with a progress bar, print the
+summary (or JSON) and write the report (probe.json, report.md, the G_c histogram with the fitted f_G0, the
+per-layer plot).
 
 Bad input (unknown names, a factory that is not importable, a model failing on the data, NaN data, < 2 inits or
 outputs) raises InputError before anything is written: the report directory is only created after success.
