@@ -70,6 +70,19 @@ def test_no_private_name_is_imported_across_modules():
     assert not bad, "\n".join(bad)
 
 
+def test_every_package_is_installed():
+    """pyproject lists packages explicitly (validation/ and derivations/ install under igbsym.): a subpackage
+    missing from the list is absent from a non-editable install."""
+    tomllib = pytest.importorskip("tomllib")   # Python >= 3.11
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = set()
+    for top, name in (("igbsym", "igbsym"), ("validation", "igbsym.validation"), ("derivations", "igbsym.derivations")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join((name,) + rel))
+    assert found == listed, f"missing from pyproject: {found - listed}; listed but absent: {listed - found}"
+
+
 def test_no_import_circle():
     """Tarjan's strongly connected components of the import graph (module-level and function-level imports)."""
     edges = {m: set() for m in MODULES}

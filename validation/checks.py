@@ -483,7 +483,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     torch.set_num_threads(1)
-    progress = lambda m: print(m, file=sys.stderr, flush=True)   # noqa: E731
+    progress = lambda m: print(m, file=sys.stderr, flush=True)
     old = load_mutation_record() if args.stale else None
     rec = refresh_mutation_record(old, progress) if old else run_mutations(progress=progress)
     bad_base = {k: v["failed"] for k, v in rec["baseline"].items() if not v["passed"]}
