@@ -353,7 +353,6 @@ def run_mutations(checks=None, ctx: Context | None = None, progress=None) -> dic
     """The mutation meta-test: run every check once (quick mode, draws memoised), then for every form it claims
     and every mutation in :func:`mutations`, re-run it with the form mutated and record whether a Result of that
     form fails. Returns the record {"forms": {form: {...}}, "checks": {check: fingerprint}, "baseline": {...}}."""
-    import igbsym
     ctx = ctx or Context(mode="quick", seed=0)
     checks = checks if checks is not None else all_checks()
     record = {"mode": ctx.mode, "seed": ctx.seed, "forms": {}, "checks": {}, "baseline": {}}
@@ -393,19 +392,29 @@ def run_mutations(checks=None, ctx: Context | None = None, progress=None) -> dic
                     outcome[kind] = {"caught": caught, "how": how}
                 row = {"check": chk.name, "delta": delta, "mutations": outcome, "exempt": chk.exempt.get(name, {}),
                        "caught": all(o["caught"] is not False for o in outcome.values())}
-                old = record["forms"].get(name)      # keep the caught check with the finest shift
-                if old is None or (row["caught"], -row["delta"]) > (old["caught"], -old["delta"]):
-                    record["forms"][name] = row
-    for f in igbsym.forms():
-        record["forms"].setdefault(f.name, {"check": None, "delta": None, "mutations": {}, "caught": False})
-    record["forms"] = dict(sorted(record["forms"].items()))
+                _keep_best(record["forms"], name, row)
+    record["forms"] = _every_form(record["forms"])
     return record
+
+
+def _keep_best(forms: dict, name: str, row: dict) -> None:
+    """A form's row is that of the check that catches it with the finest shift."""
+    old = forms.get(name)
+    if old is None or (row["caught"], -row["delta"]) > (old["caught"], -old["delta"]):
+        forms[name] = row
+
+
+def _every_form(forms: dict) -> dict:
+    """The rows sorted by name, with an empty row for every registered form that no check covers."""
+    import igbsym
+    for f in igbsym.forms():
+        forms.setdefault(f.name, {"check": None, "delta": None, "mutations": {}, "caught": False})
+    return dict(sorted(forms.items()))
 
 
 def refresh_mutation_record(record: dict, progress=None) -> dict:
     """Re-run the meta-test only for the checks whose source changed since ``record`` (or that it lacks) and merge:
     a form keeps the best row (caught, then finest shift) among the checks not re-run and the fresh ones."""
-    import igbsym
     checks = all_checks()
     stale = [c for c in checks if record["checks"].get(c.name) != check_fingerprint(c)]
     stale_names = {c.name for c in stale}
@@ -419,12 +428,8 @@ def refresh_mutation_record(record: dict, progress=None) -> dict:
     rows = [r for r in record["forms"].items() if r[1].get("check") in merged["checks"]
             and r[1]["check"] not in stale_names] + [r for r in fresh["forms"].items() if r[1].get("check")]
     for name, row in rows:
-        old = merged["forms"].get(name)
-        if old is None or (row["caught"], -row["delta"]) > (old["caught"], -old["delta"]):
-            merged["forms"][name] = row
-    for f in igbsym.forms():
-        merged["forms"].setdefault(f.name, {"check": None, "delta": None, "mutations": {}, "caught": False})
-    merged["forms"] = dict(sorted(merged["forms"].items()))
+        _keep_best(merged["forms"], name, row)
+    merged["forms"] = _every_form(merged["forms"])
     return merged
 
 
