@@ -263,3 +263,14 @@ def test_predict_takes_the_mehler_route_with_scalar_parameters(sigma_w):
     ref = [float(igbsym.get("depth.gamma").numpy(L=L, activation="gelu", norm="rmsnorm", placement="post",
                                                  sigma_w=sigma_w)) for L in (1, 2, 3)]
     assert predict(spec).gammas == pytest.approx(ref, rel=1e-13)
+
+
+def test_every_local_link_of_the_docs_exists():
+    """README.md and docs/*.md link figures and files by paths relative to their own folder."""
+    import re
+    bad = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)\)", doc.read_text()):
+            if not target.startswith(("http://", "https://", "mailto:")) and not (doc.parent / target).exists():
+                bad.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert not bad, bad
