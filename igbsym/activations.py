@@ -106,9 +106,3 @@ def derivatives(name: str, module: str):
     """The derivatives of orders 1-4 of a smooth activation, lambdified for ``numpy`` or ``mpmath``."""
     ds = [sp.diff(get(name).expr, x_, k) for k in (1, 2, 3, 4)]
     return sp.lambdify(x_, ds, modules=NUMPY_MODULES if module == "numpy" else MPMATH_MODULES)
-
-
-@lru_cache(maxsize=None)
-def taylor_at_zero(name: str, order: int = 2) -> tuple:
-    """(φ(0), φ'(0), ..., φ^(order)(0)) exactly (SymPy), for the small-σ limits of the Gaussian moments."""
-    return tuple(sp.simplify(sp.diff(get(name).expr, x_, k).subs(x_, 0)) for k in range(order + 1))

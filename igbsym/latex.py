@@ -61,11 +61,6 @@ def to_latex(expr) -> str:
     return _Printer(names).doprint(expr)
 
 
-def _value(v) -> str:
-    """A structural value in math mode: words as text (leaky_relu), numbers as they are."""
-    return r"\text{%s}" % escape(v) if isinstance(v, str) else str(v)
-
-
 # --- equations -------------------------------------------------------------------------------------------------
 def abbreviate(expr, limit: int = UNBREAKABLE):
     """Name long sub-expressions that a line breaker cannot split (inside roots, powers, fractions).
