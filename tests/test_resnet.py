@@ -234,8 +234,8 @@ def test_deep_bn_feedforward_smooth_sensitivity_costs_what_a_shallow_one_does():
 @pytest.mark.parametrize("act", ["gelu", "silu", "sigmoid"])
 def test_noise_factor_cost_and_value_do_not_depend_on_q(act):
     """Issue 17: E[φ'(u)²] sized its z-grid by 0.4/√q (alpha = 3e26 asked numpy for ~1e28 nodes: ValueError). It
-    now uses igbsym.gauss's kink nodes. Reference: mpmath quadrature in x = √q z with breakpoints where φ' bends (x-scale 1),
-    at 40 digits; an array call gives each point its scalar value."""
+    now uses igbsym.gauss's kink nodes. Reference: mpmath quadrature in x = √q z with breakpoints where φ' bends
+    (x-scale 1), at 40 digits; an array call gives each point its scalar value."""
     from igbsym.functions import MPMATH_MODULES
     x = igbsym.activations.x_
     d = sp.lambdify(x, sp.diff(igbsym.activations.get(act).expr, x), modules=MPMATH_MODULES)

@@ -6,15 +6,15 @@ Per layer (validation/moments.py): μ̂₂, μ̂₂,c, the forward-mode noise mo
 init has its own dataset and noise. Statistics are Richardson-extrapolated over two widths (input dimension = width),
 removing the O(1/n) bias; z ≤ 5 per assertion (false-failure rate 5.7e-7).
 
-Where the width limit is reached. The finite-width corrections of a layer's moments are relative O(1/(n e_l)), with
-e_l = 1 − c_l the data-centred fraction of its second moment (the centred part μ₂,c = e_l q_l is what χ divides by,
-and finite-width noise of order q_l/n lands on it). A ReLU ResNet without normalisation drives e_l → 0 fast
-(e_20 = 4.4e-4 in the width limit): at widths 32, 64, 128, 256, 512 torch gave χ_20 = 1.34, 1.33, 1.36, 1.42, 1.33
-(± 0.02, D = 256) and an independent NumPy forward/tangent loop at width 1024 (D = 64, 3 inits) gave 1.19, against the width limit 1.61 — the
-limit needs n ≫ 1/e_20 ≈ 2300 and is out of reach, while blocks 1–6 agree to 0.5 % (the thorough run of round 4
-failed there at z = −14). So each architecture's deep test sits at the deepest layer l ≤ depth with
-n_small · e_l ≥ WIDTH_GATE (e_l from the spec's width-limit state map, igbsym.ops.compose, never from the forms
-under test): at n = 128 that is layer 20 for the two BN architectures, 8 for vanilla and 5 for the ResNet.
+Where the width limit is reached. The finite-width corrections of a layer's moments are relative O(1/(n e_l)), with e_l
+= 1 − c_l the data-centred fraction of its second moment (the centred part μ₂,c = e_l q_l is what χ divides by, and
+finite-width noise of order q_l/n lands on it). A ReLU ResNet without normalisation drives e_l → 0 fast (e_20 = 4.4e-4
+in the width limit): at widths 32, 64, 128, 256, 512 torch gave χ_20 = 1.34, 1.33, 1.36, 1.42, 1.33 (± 0.02, D = 256)
+and an independent NumPy forward/tangent loop at width 1024 (D = 64, 3 inits) gave 1.19, against the width limit 1.61 —
+the limit needs n ≫ 1/e_20 ≈ 2300 and is out of reach, while blocks 1–6 agree to 0.5 % (the thorough run of round 4
+failed there at z = −14). So each architecture's deep test sits at the deepest layer l ≤ depth with n_small · e_l ≥
+WIDTH_GATE (e_l from the spec's width-limit state map, igbsym.ops.compose, never from the forms under test): at n = 128
+that is layer 20 for the two BN architectures, 8 for vanilla and 5 for the ResNet.
 """
 from __future__ import annotations
 

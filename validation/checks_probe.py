@@ -12,9 +12,10 @@
 4. ``probe.app_i``: App. I claims, measured on ``digits-parity`` with zero biases (the paper's setting): CNN-B with
    ReLU + MaxPool has larger γ̂ than with identity + AvgPool; the ResNet, the ViT and the linear CNN-B have γ̂ > 0;
    and the contrast digits vs a Gaussian blob of the same shape and size for CNN-A (ReLU + MaxPool) and CNN-B
-   (identity + AvgPool, which has γ = 0 on i.i.d. centred data: data correlations alone make its IGB). Each is a one-sided z-test of an independent-runs difference
-   (SE = hypot of the two SEs), passing at z ≥ 3 (p ≤ 1.3e-3 if the claim were false at the boundary). These are
-   claims about architectures and data, not closed forms; a failure would say App. I does not reproduce here.
+   (identity + AvgPool, which has γ = 0 on i.i.d. centred data: data correlations alone make its IGB). Each is a
+   one-sided z-test of an independent-runs difference (SE = hypot of the two SEs), passing at z ≥ 3 (p ≤ 1.3e-3 if the
+   claim were false at the boundary). These are claims about architectures and data, not closed forms; a failure would
+   say App. I does not reproduce here.
 All z-tests of forms use z = 5 (alpha = 5.7e-7 each).
 """
 from __future__ import annotations
@@ -128,8 +129,8 @@ def _claim(label, hi, lo, n, seed, note="") -> Result:
     return Result("probe (App. I)", label, 0.0, d, se, n, seed, z=z, p_value=0.5 * math.erfc(z / math.sqrt(2)),
                   alpha=0.5 * math.erfc(Z_CLAIM / math.sqrt(2)), passed=bool(z >= Z_CLAIM),
                   note=f"gamma_hat {hi.gamma.value:.4g}±{hi.gamma.se:.2g}"
-                       + (f" vs {lo.gamma.value:.4g}±{lo.gamma.se:.2g}" if lo is not None else "") + f" ({hi.estimator})"
-                       + (f"; {note}" if note else ""))
+                       + (f" vs {lo.gamma.value:.4g}±{lo.gamma.se:.2g}" if lo is not None else "")
+                       + f" ({hi.estimator})" + (f"; {note}" if note else ""))
 
 
 @register_check("probe.app_i", forms=[])

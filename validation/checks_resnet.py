@@ -1,7 +1,7 @@
 """Checks of the residual depth law (igbsym/families/resnet.py) against torch residual MLPs.
 
-Networks are built from the same spec ops as the prediction (igbsym/ops/residual.py's ``Residual.batched``: real bias-free
-Linear layers, torch activations and nn.BatchNorm1d / LayerNorm), every init with its own N(0, I) dataset
+Networks are built from the same spec ops as the prediction (igbsym/ops/residual.py's ``Residual.batched``: real
+bias-free Linear layers, torch activations and nn.BatchNorm1d / LayerNorm), every init with its own N(0, I) dataset
 (validation/moments.py). Statistic: γ̂ of a linear readout of the trunk (1/D-corrected ratio of means over inits, delta
 SE) and the shared fraction ĉ = 1 − μ̂₂,c/μ̂₂. Finite width: the input dimension equals the width, both doubled, and the
 statistic is the Richardson extrapolation 2x(2n) − x(n), which removes the O(1/n) bias (O(1/n²) remains, below the
