@@ -45,12 +45,12 @@ FINITE_ERROR = 1e-4    # stated relative error of the 1/N coefficient (differenc
 REMAINDER_FACTOR = 2.0  # allowance for the O(1/N²) remainder: factor · (a/N)²/γ_∞ (module ``validity``)
 
 
-def _derivs(fn, x0):
+def _derivs(fn, x0, step=STEP):
     """Value, Jacobian and Hessian of fn: R^n → R^m (fn maps [P, n] → [P, m]) by central differences at one point;
     every evaluation in one call (the same quadrature nodes for all, so the differences are smooth)."""
     x0 = np.asarray(x0, float)
     n = x0.size
-    h = STEP * max(float(np.max(np.abs(x0))), 1e-300)
+    h = step * max(float(np.max(np.abs(x0))), 1e-300)
     pts = [x0]
     for i in range(n):
         for s in (1, -1):
@@ -76,9 +76,9 @@ def _derivs(fn, x0):
     return f0, jac, hess
 
 
-def _delta(fn, mean, shift, cov):
+def _delta(fn, mean, shift, cov, step=STEP):
     """The delta method through fn: (fn(mean), J·shift + ½ H:cov, J cov Jᵀ) (shift, cov in units of 1/N)."""
-    f0, jac, hess = _derivs(fn, mean)
+    f0, jac, hess = _derivs(fn, mean, step)
     return f0, jac @ shift + 0.5 * np.einsum("mij,ij->m", hess, cov), jac @ cov @ jac.T
 
 
@@ -89,12 +89,15 @@ def unit_means(act, K):
     if np.any(kab * kab > kaa * kbb * (1 + 1e-12)) or np.any(np.minimum(kaa, kbb) <= 0):
         raise NumericalError("finite width: the pair correlation left [-1, 1] in the difference stencil (the layer's "
                              "c is within 1e-3 of 1: outside the finite-width route's range)")
-    return np.stack([act.kernel_entry(kaa, kaa, kaa), act.kernel_entry(kbb, kbb, kbb),
-                     act.kernel_entry(kab, kaa, kbb), act.kernel_mean(kaa), act.kernel_mean(kbb)], axis=1)
+    out = np.stack([act.kernel_entry(kaa, kaa, kaa), act.kernel_entry(kbb, kbb, kbb),
+                    act.kernel_entry(kab, kaa, kbb), act.kernel_mean(kaa), act.kernel_mean(kbb)], axis=1)
+    if not np.all(np.isfinite(out)):
+        raise NumericalError(f"finite width: the one-unit moments of {act.name} overflow (q = {kaa.max():.3g})")
+    return out
 
 
 @lru_cache(maxsize=1024)
-def unit_moments(name, a, k, p):
+def unit_moments(name, a, k, p, panel=0.4):
     """M[i, j] = E φ(u_a)^i φ(u_b)^j, i + j <= 4, (u_a, u_b) ~ N(0, [[k, p], [p, k]]), 0 <= p <= k: with the
     shared part μ ~ N(0, p) and the data parts ξ ~ N(0, k − p), E_μ[A_i(μ) A_j(μ)], A_n(μ) = E_ξ φ(μ + ξ)^n by
     ``gauss.expect`` (IGB App. F.1's centre/noise split)."""
@@ -107,7 +110,7 @@ def unit_moments(name, a, k, p):
     if p == 0:
         mu, w = np.zeros(1), np.ones(1)
     else:
-        mu, w = normal_nodes(min(0.25, 0.4 * max(s, 1e-3) / np.sqrt(p)))
+        mu, w = normal_nodes(min(0.25, panel * max(s, 1e-3) / np.sqrt(p)))
         mu = np.sqrt(p) * mu
     A = np.stack([gauss.expect(lambda x, m, n=n: f(m + x, a, 0.0) ** n, s, mu) if s > 0
                   else f(mu, a, 0.0) ** n for n in range(5)])          # [5, len(mu)]
@@ -118,9 +121,11 @@ def unit_moments(name, a, k, p):
     return M
 
 
-def unit_cov(act, k, p):
+def unit_cov(act, k, p, panel=0.4):
     """The one-unit covariance of (φ_a², φ_b², φ_aφ_b, φ_a, φ_b) at (u_a, u_b) ~ N(0, [[k, p], [p, k]])."""
-    M = unit_moments(act.name, float(act.a), float(k), float(p))
+    M = unit_moments(act.name, float(act.a), float(k), float(p), panel)
+    if not np.all(np.isfinite(M)):
+        raise NumericalError(f"finite width: the one-unit fourth moments of {act.name} overflow at q = {k:.3g}")
     powers = [(2, 0), (0, 2), (1, 1), (1, 0), (0, 1)]
     C = np.empty((5, 5))
     for x, (i, j) in enumerate(powers):
@@ -135,10 +140,12 @@ def input_state(r_in=1.0):
     return np.array([1.0, 1.0, 0.0]), np.zeros(3), r_in * np.diag([2.0, 2.0, 1.0])
 
 
-def layer_series(head, block, L, r_in=1.0, r=None, where="finite width"):
+def layer_series(head, block, L, r_in=1.0, r=None, where="finite width", refine=False):
     """[(γ_∞, a)] after hidden layers 1..L: γ_l(N) = γ_∞ + a/N + O(1/N²) (module docstring). ``head``: the ops
     before the first block (the first Dense); ``block``: [norm] Act [norm] Dense; r_in = N/d_in, r[l] = N/N_l
-    (default 1: every width N)."""
+    (default 1: every width N). ``refine``: half the difference step and the outer quadrature panel (the
+    independent discretisation the forms' mpmath route reports)."""
+    step, panel = (STEP / 2, 0.2) if refine else (STEP, 0.4)
     r = [1.0] * L if r is None else list(r)
     if len(r) != L:
         raise InputError(f"{where}: {len(r)} width ratios for {L} hidden layers")
@@ -162,8 +169,8 @@ def layer_series(head, block, L, r_in=1.0, r=None, where="finite width"):
             if op.stage == "act":
                 if stage != "kernel":
                     raise InputError(f"{where}: an activation must follow a Dense (got {op.name} after a {stage})")
-                f0, sh, cv = _delta(lambda K, act=op: unit_means(act, K), mean, shift, cov)
-                cv = cv + r[layer] * unit_cov(op, mean[0], mean[2])
+                f0, sh, cv = _delta(lambda K, act=op: unit_means(act, K), mean, shift, cov, step)
+                cv = cv + r[layer] * unit_cov(op, mean[0], mean[2], panel)
                 mean, shift, cov, stage = f0, sh, cv, "units"
             elif op.stage == "pre":
                 if stage != "units":
@@ -178,7 +185,7 @@ def layer_series(head, block, L, r_in=1.0, r=None, where="finite width"):
                 mean, shift, cov = dense(op, mean, shift, cov)
                 stage = "kernel"
             elif op.stage == "norm" and stage == "units":
-                mean, shift, cov = _delta(op.empirical, mean, shift, cov)
+                mean, shift, cov = _delta(op.empirical, mean, shift, cov, step)
             else:
                 raise InputError(f"{where}: op {type(op).__name__} at stage {stage!r} has no finite-width map "
                                  "(covered: Dense without bias, an activation, LayerNorm or RMSNorm after it)")
