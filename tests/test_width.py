@@ -111,7 +111,7 @@ def test_validity_condition_and_remainder():
     holds, rem = finite.validity(5.039, -107.2, 128)
     assert holds and rem == pytest.approx(2 * (107.2 / 128) ** 2 / 5.039)
     assert not finite.validity(1.6, -80.0, 64)[0]     # GELU L = 8: |a|/N = 1.25 > gamma/2
-    assert not finite.validity(0.0, 0.23, 64)[0]
+    assert finite.validity(0.0, 0.23, 64)[0] and not finite.validity(0.0, 0.23, 4)[0]
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "64"])

@@ -13,7 +13,7 @@ from igbsym.errors import InputError
 from .store import Store
 
 FORMATS = ("table", "csv", "json")
-COLUMNS = ("inits", "gamma", "se", "pred", "z", "ks_p")
+COLUMNS = ("inits", "gamma", "se", "pred", "z", "pred_N", "z_N", "verdict", "ks_p")
 
 
 def _axes(points) -> list:

@@ -194,12 +194,24 @@ def layer_series(head, block, L, r_in=1.0, r=None, where="finite width", refine=
     return out
 
 
+ZERO_REL = 4.0          # γ_∞ = 0 (LayerNorm after φ): |b/a| <= 4 for γ = a/N + b/N² (stated, not derived: measured
+                       # b/a ≈ −4 and −2.8 at ReLU + LN, L = 1, 2, torch, N = 16; README "Finite width")
+
+
 def validity(gamma_inf, a, N):
+    """``judge(gamma_inf, a/N, N)`` for uniform width N (d_in = N)."""
+    return judge(gamma_inf, a / N, N)
+
+
+def judge(gamma_inf, correction, N):
     """(holds, remainder): the series is stated to hold where |a|/N <= γ_∞/2 (the relative correction at most
     1/2); the O(1/N²) remainder allowance is |a/N|·max(FINITE_ERROR, REMAINDER_FACTOR·|a/N|/γ_∞), the second
-    term of the geometric resummation γ_∞/(1 − a/(γ_∞N)) with a factor 2. Where γ_∞ = 0 the relative condition
-    has no meaning: holds only where a = 0."""
-    corr = abs(a) / N
-    if gamma_inf <= 0:
-        return corr == 0, corr
+    term of the geometric resummation γ_∞/(1 − a/(γ_∞N)) with a factor 2. Where γ_∞ = 0 exactly (LayerNorm after
+    φ, Thm F.3) γ = a/N + b/N² with the stated |b/a| <= ZERO_REL: holds where ZERO_REL/N <= 1/2, allowance
+    |a/N|·REMAINDER_FACTOR·ZERO_REL/N."""
+    corr = abs(correction)
+    if gamma_inf == 0:
+        return ZERO_REL / N <= 0.5, corr * max(FINITE_ERROR, REMAINDER_FACTOR * ZERO_REL / N)
+    if gamma_inf < 0:
+        raise NumericalError(f"finite width: gamma_inf = {gamma_inf:.3g} < 0")
     return corr <= gamma_inf / 2, corr * max(FINITE_ERROR, REMAINDER_FACTOR * corr / gamma_inf)

@@ -62,8 +62,22 @@ def series(L, activation, norm, a, sigma_w, refine=False):
     ops = D.block(activation, norm, placement, a, sigma_w)
     out = finite.layer_series((O.Dense(None, sigma_w),), ops, L, where="width.coefficient", refine=refine)
     if _homogeneous(activation) and norm == "none":
-        out[0] = (out[0][0], 0.0)      # exact (derivations/finite_width.py); the differences leave ~1e-8
+        out[0] = (out[0][0], 0.0)      # exact (derivations/width.py); the differences leave ~1e-8
+    if norm == "layernorm":
+        out = [(0.0, coef) for _, coef in out]      # γ_∞ = 0 exactly (Thm F.3); the walk leaves ~1e-17
     return tuple(out)
+
+
+def uneven(activation, norm, a, sigma_w, d_in, widths):
+    """[(γ_∞, δ_l)] per hidden layer of an MLP with input dimension d_in and hidden widths N_1..N_L: the first-order
+    correction δ = a_in/d_in + Σ_l a_l/N_l (the engine's ratios at a formal N = 1)."""
+    if acts.get(activation).odd:
+        return [(0.0, 0.0)] * len(widths)
+    sigma_w = 1.0 if _homogeneous(activation) else sigma_w
+    ops = D.block(activation, norm, "post", a, sigma_w)
+    out = finite.layer_series((O.Dense(None, sigma_w),), ops, len(widths), 1 / d_in, [1 / w for w in widths],
+                              where="width")
+    return [(0.0 if norm == "layernorm" else g, corr) for g, corr in out]
 
 
 def _points(fn, L, activation, norm, a, sigma_w, refine=False):
