@@ -129,3 +129,29 @@ def test_refused_ops_say_what_is_covered():
     ops = D.block("relu", "layernorm", "pre", 0.01, 1.0)
     with pytest.raises(InputError, match="no finite-width map"):
         finite.layer_series((O.Dense(None, 1.0),), ops, 2)
+
+
+def test_predict_width_prints_both_predictions():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--depth", "8", "--width", "128"],
+                         capture_output=True, text=True, check=True).stdout
+    row = [ln.split() for ln in out.splitlines() if ln.strip().startswith("8 ") and "holds" in ln]
+    assert row and float(row[0][1]) == pytest.approx(5.03924, rel=1e-5) and float(row[0][2]) == pytest.approx(
+        5.03924 - 107.2149 / 128, rel=1e-5)
+    bad = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--width", "0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "integer width >= 1" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--norm", "batchnorm", "--batch-size", "8",
+                          "--width", "64"], capture_output=True, text=True)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_sweep_judges_against_the_finite_width_prediction():
+    from igbsym.validation.sweep import finite_prediction
+    cfg = dict(weight_law="normal", data_law="gaussian", srelu_shift=None, pool=None, norm="none", placement="post",
+               activation="relu", a=0.01, sigma_w=math.sqrt(2), d_in=128, widths=[128] * 8)
+    rows = finite_prediction(cfg)
+    assert rows[-1][0] == pytest.approx(5.03924 - 107.2149 / 128, rel=1e-5) and rows[-1][2]
+    assert finite_prediction(dict(cfg, norm="batchnorm")) is None
+    gelu = finite_prediction(dict(cfg, activation="gelu", d_in=32, widths=[32] * 8))
+    assert not gelu[-1][2]                                # GELU L = 8 at N = 32: outside the series
