@@ -145,6 +145,15 @@ def layer_series(head, block, L, r_in=1.0, r=None, where="finite width", refine=
     before the first block (the first Dense); ``block``: [norm] Act [norm] Dense; r_in = N/d_in, r[l] = N/N_l
     (default 1: every width N). ``refine``: half the difference step and the outer quadrature panel (the
     independent discretisation the forms' mpmath route reports)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _layer_series(head, block, L, r_in, r, where, refine)
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise NumericalError(f"{where}: a one-unit moment overflows ({exc}); the parameters are outside the "
+                             "finite-width route's double range") from None
+
+
+def _layer_series(head, block, L, r_in, r, where, refine):
     step, panel = (STEP / 2, 0.2) if refine else (STEP, 0.4)
     r = [1.0] * L if r is None else list(r)
     if len(r) != L:
@@ -190,7 +199,7 @@ def layer_series(head, block, L, r_in=1.0, r=None, where="finite width", refine=
                 raise InputError(f"{where}: op {type(op).__name__} at stage {stage!r} has no finite-width map "
                                  "(covered: Dense without bias, an activation, LayerNorm or RMSNorm after it)")
     if not all(np.isfinite(v) for pair in out for v in pair):
-        raise NumericalError(f"{where}: a non-finite coefficient")
+        raise NumericalError(f"{where}: a non-finite coefficient (the parameters are outside the double range)")
     return out
 
 
