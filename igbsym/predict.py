@@ -144,18 +144,29 @@ def spec_from_args(args) -> S.Spec:
 def finite_width(res: dict, N) -> list:
     """Per layer of a predicted MLP (``Prediction.to_dict()``): the finite-width prediction at width N (d_in = N):
     dicts layer, gamma_inf, a, gamma_N, remainder, series ('holds' | 'outside series'). One-line InputError for a
-    bad N or an architecture without a finite-width map (residual, pooled, BatchNorm, a norm before φ)."""
+    bad N or an architecture without a finite-width map (pooled, BatchNorm, a norm before φ; residual nets other
+    than linear-first without norm). Residual nets: ``width.resnet_series`` (γ_∞ = resnet.gamma)."""
     N = W.check_width(N, "predict --width")
     norm = res["norm"]
-    if res.get("residual") or res.get("pool") or norm == "batchnorm" or (norm != "none" and res["placement"] == "pre"):
+    a = res["a"] if res["a"] is not None else 0.01
+    if res.get("residual"):
+        if norm != "none" or res["order"] != "linear-first":
+            raise InputError("predict --width: finite-width residual nets cover x + alpha phi(W x) only; allowed: "
+                             "--residual --order linear-first --norm none")
+        pairs = W.resnet_series(res["depth"], res["activation"], float(res["alpha"]), float(a), float(res["sigma_w"]))
+        return _width_rows(pairs, N)
+    if res.get("pool") or norm == "batchnorm" or (norm != "none" and res["placement"] == "pre"):
         raise InputError("predict --width: finite width covers plain MLPs with no norm or LayerNorm/RMSNorm after the "
                          "activation (--placement post); allowed: drop --residual/--pool, --norm none|layernorm|"
                          "rmsnorm --placement post")
-    a = res["a"] if res["a"] is not None else 0.01
     try:
         pairs = W.series(res["depth"], res["activation"], norm, float(a), float(res["sigma_w"]))
     except InputError as exc:
         raise InputError(f"predict --width: {exc}") from None
+    return _width_rows(pairs, N)
+
+
+def _width_rows(pairs, N) -> list:
     out = []
     for l, (g, coef) in enumerate(pairs, 1):
         holds, rem = finite.validity(g, coef, N)
@@ -165,7 +176,7 @@ def finite_width(res: dict, N) -> list:
 
 
 def _width_text(rows: list, N: int) -> str:
-    lines = [f"finite width N = {N} (d_in = N; width.gamma = depth.gamma + width.coefficient/N; the series holds "
+    lines = [f"finite width N = {N} (d_in = N; gamma_N = gamma_inf + a_L/N, width.gamma for MLPs; the series holds "
              "where |a_L|/N <= gamma_inf/2):",
              "  layer    gamma_inf      gamma_N          a_L  +-remainder  series"]
     lines += [f"  {r['layer']:5d}  {r['gamma_inf']:11.6g}  {r['gamma_N']:11.6g}  {r['a']:11.5g}  {r['remainder']:11.3g}"

@@ -155,3 +155,24 @@ def test_sweep_judges_against_the_finite_width_prediction():
     assert finite_prediction(dict(cfg, norm="batchnorm")) is None
     gelu = finite_prediction(dict(cfg, activation="gelu", d_in=32, widths=[32] * 8))
     assert not gelu[-1][2]                                # GELU L = 8 at N = 32: outside the series
+
+
+def test_residual_net_at_finite_width_matches_torch():
+    """x + phi(W x) ReLU blocks (alpha = 1, d_in = N = 64): the finite-width value against torch ResNets
+    (validation/moments.measure: shared dataset, SE over inits), tolerance 4.5 SE + the derived remainder; the
+    infinite-width value is resnet.gamma and is off by many SE at block 4."""
+    import torch
+    from igbsym.spec import Spec, resnet_ops
+    from igbsym.validation.moments import measure
+    torch.set_num_threads(1)
+    L, N = 4, 64
+    pairs = W.resnet_series(L, "relu", 1.0)
+    for l, (g, _) in enumerate(pairs, 1):
+        assert g == pytest.approx(float(igbsym.get("resnet.gamma").numpy(L=l, activation="relu", alpha=1.0)), rel=1e-12)
+    m = measure(Spec(N, resnet_ops(L, "relu", 1.0, width=N)), 300, 256, seed=69)
+    for l in (2, 4):
+        est = m[l].gamma(256)
+        g, a = pairs[l - 1]
+        holds, rem = finite.validity(g, a, N)
+        assert holds and abs(est.value - (g + a / N)) <= Z * est.se + rem, (l, est.value, est.se, g + a / N)
+    assert abs(m[4].gamma(256).value - pairs[3][0]) > 5 * m[4].gamma(256).se     # the N = inf value fails there

@@ -39,7 +39,9 @@ from .. import activations as acts
 from .. import gauss
 from ..errors import InputError, NumericalError
 from ..gauss.rules import normal_nodes
+from ..ops import Act
 
+IDENTITY = Act("identity")
 STEP = 1e-3            # finite-difference step, relative to the largest entry of the state
 FINITE_ERROR = 1e-6    # stated relative error of the 1/N coefficient (measured <= 5e-8: families/width.py)
 REMAINDER_FACTOR = 2.0  # allowance for the O(1/N²) remainder: factor · (a/N)²/γ_∞ (module ``validity``)
@@ -153,6 +155,43 @@ def layer_series(head, block, L, r_in=1.0, r=None, where="finite width", refine=
                              "finite-width route's double range") from None
 
 
+def _residual_cov(act, kernel, alpha, mean, panel):
+    """The one-unit covariance of a residual block's new trunk averages given the trunk: u_i = A(x_i) v_i with
+    v = (φ_a², φ_b², φ_aφ_b, φ_a, φ_b) of the branch unit and A = A0 + x_a Aa + x_b Ab linear in the trunk unit's
+    values; averaged over units, E_i[A C Aᵀ] needs only the trunk's second moments (G_aa, G_bb, G_ab) and means."""
+    g_aa, g_bb, g_ab, m_a, m_b = mean
+    C = unit_cov(act, kernel[0], kernel[2], panel)       # the branch units at their kernel σ_w² (G_aa, G_bb, G_ab)
+    a2 = alpha * alpha
+    A0 = np.diag([a2, a2, a2, alpha, alpha])
+    Aa, Ab = np.zeros((5, 5)), np.zeros((5, 5))
+    Aa[0, 3], Aa[2, 4] = 2 * alpha, alpha
+    Ab[1, 4], Ab[2, 3] = 2 * alpha, alpha
+
+    def sym(X, Y):
+        return X @ C @ Y.T + Y @ C @ X.T
+    return (A0 @ C @ A0.T + m_a * sym(Aa, A0) + m_b * sym(Ab, A0) + g_aa * Aa @ C @ Aa.T + g_bb * Ab @ C @ Ab.T
+            + g_ab * sym(Aa, Ab))
+
+
+def _residual(op, mean, shift, cov, ratio, step, panel, where):
+    """x → x + α φ(W x) (a linear-first branch [Dense, Act]) on the trunk's five averages (module docstring)."""
+    block = op.children
+    if len(block) != 2 or block[0].stage != "pre" or block[1].stage != "act" or block[0].sigma_b != 0:
+        raise InputError(f"{where}: finite width covers residual blocks x + alpha phi(W x) (linear-first, no norm, "
+                         "no bias) only")
+    act, alpha, w2 = block[1], float(op.alpha), float(block[0].sigma_w) ** 2
+
+    def cond_mean(t):
+        t = np.asarray(t, float)
+        T = unit_means(act, w2 * t[:, :3])
+        return np.stack([t[:, 0] + 2 * alpha * t[:, 3] * T[:, 3] + alpha**2 * T[:, 0],
+                         t[:, 1] + 2 * alpha * t[:, 4] * T[:, 4] + alpha**2 * T[:, 1],
+                         t[:, 2] + alpha * (t[:, 3] * T[:, 4] + T[:, 3] * t[:, 4]) + alpha**2 * T[:, 2],
+                         t[:, 3] + alpha * T[:, 3], t[:, 4] + alpha * T[:, 4]], axis=1)
+    f0, sh, cv = _delta(cond_mean, mean, shift, cov, step)
+    return f0, sh, cv + ratio * _residual_cov(act, w2 * mean[:3], alpha, mean, panel)
+
+
 def _layer_series(head, block, L, r_in, r, where, refine):
     step, panel = (STEP / 2, 0.2) if refine else (STEP, 0.4)
     r = [1.0] * L if r is None else list(r)
@@ -184,23 +223,32 @@ def _layer_series(head, block, L, r_in, r, where, refine):
             elif op.stage == "pre":
                 if stage != "units":
                     raise InputError(f"{where}: a Dense must follow an activation or a norm after it")
-                g_aa, g_ab = mean[0], mean[2]
-                if not g_aa - g_ab > 1e-9 * g_aa:
-                    raise NumericalError(f"{where}: 1 - c = {1 - g_ab / g_aa:.3g} at layer {layer + 1}: the finite-"
-                                         "width route needs c < 1 - 1e-9")
-                gamma = g_ab / (g_aa - g_ab)
-                a = (g_aa * shift[2] - g_ab * shift[0]) / (g_aa - g_ab) ** 2
-                out.append((float(gamma), float(a)))
+                out.append(_gamma_pair(mean, shift, layer, where))
                 mean, shift, cov = dense(op, mean, shift, cov)
                 stage = "kernel"
             elif op.stage == "norm" and stage == "units":
                 mean, shift, cov = _delta(op.empirical, mean, shift, cov, step)
+            elif op.stage == "res":
+                if stage == "kernel":      # the embedding's units: the identity on i.i.d. Gaussian units
+                    f0, sh, cv = _delta(lambda K: unit_means(IDENTITY, K), mean, shift, cov, step)
+                    mean, shift, cov, stage = f0, sh, cv + r[0] * unit_cov(IDENTITY, mean[0], mean[2], panel), "units"
+                mean, shift, cov = _residual(op, mean, shift, cov, r[layer], step, panel, where)
+                out.append(_gamma_pair(mean, shift, layer, where))
             else:
                 raise InputError(f"{where}: op {type(op).__name__} at stage {stage!r} has no finite-width map "
                                  "(covered: Dense without bias, an activation, LayerNorm or RMSNorm after it)")
     if not all(np.isfinite(v) for pair in out for v in pair):
         raise NumericalError(f"{where}: a non-finite coefficient (the parameters are outside the double range)")
     return out
+
+
+def _gamma_pair(mean, shift, layer, where):
+    """(γ_∞, a) of a linear readout of units with averages ``mean`` (shift: their 1/N shift)."""
+    g_aa, g_ab = mean[0], mean[2]
+    if not g_aa - g_ab > 1e-9 * g_aa:
+        raise NumericalError(f"{where}: 1 - c = {1 - g_ab / g_aa:.3g} at layer {layer + 1}: the finite-width route "
+                             "needs c < 1 - 1e-9")
+    return float(g_ab / (g_aa - g_ab)), float((g_aa * shift[2] - g_ab * shift[0]) / (g_aa - g_ab) ** 2)
 
 
 ZERO_REL = 4.0          # γ_∞ = 0 (LayerNorm after φ): |b/a| <= 4 for γ = a/N + b/N² (stated, not derived: measured

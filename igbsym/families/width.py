@@ -30,6 +30,7 @@ import sympy as sp
 
 from .. import activations as acts
 from .. import ops as O
+from .. import spec as S
 from ..engine import finite
 from ..errors import InputError
 from ..form import Accuracy, ClosedForm, NumericRoute, Param, Provenance
@@ -66,6 +67,17 @@ def series(L, activation, norm, a, sigma_w, refine=False):
     if norm == "layernorm":
         out = [(0.0, coef) for _, coef in out]      # γ_∞ = 0 exactly (Thm F.3); the walk leaves ~1e-17
     return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def resnet_series(L, activation, alpha, a=0.01, sigma_w=2 ** 0.5):
+    """((γ_∞, a_l) for blocks l = 1..L) of a residual MLP x + α φ(W x) (linear-first, no norm; a Dense embedding of
+    gain σ_w; d_in = N): the trunk's five averages through the block (igbsym.engine.finite); γ_∞ is resnet.gamma.
+    Odd φ: 0 at every width (odd maps of symmetric data)."""
+    if acts.get(activation).odd:
+        return tuple((0.0, 0.0) for _ in range(L))
+    ops = S.resnet_ops(L, activation, alpha, a=a, sigma_w=sigma_w)
+    return tuple(finite.layer_series(ops[:1], ops[1:2], L, where="resnet at width N"))
 
 
 def uneven(activation, norm, a, sigma_w, d_in, widths):
