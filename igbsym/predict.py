@@ -147,6 +147,9 @@ def finite_width(res: dict, N) -> list:
     bad N or an architecture without a finite-width map (pooled, BatchNorm, a norm before φ; residual nets other
     than linear-first without norm). Residual nets: ``width.resnet_series`` (γ_∞ = resnet.gamma)."""
     N = W.check_width(N, "predict --width")
+    if res["depth"] > W.L_MAX_FINITE:
+        raise InputError(f"predict --width: --depth {res['depth']} is not allowed with --width; allowed: 1.."
+                         f"{W.L_MAX_FINITE} (the 1/N series has stopped holding long before)")
     norm = res["norm"]
     a = res["a"] if res["a"] is not None else 0.01
     if res.get("residual"):

@@ -66,6 +66,8 @@ def finite_prediction(config) -> list | None:
     from igbsym.engine import finite
     from igbsym.families import width as W
     widths = list(config["widths"])
+    if len(widths) > W.L_MAX_FINITE:
+        return None
     try:
         pairs = W.uneven(config["activation"], config["norm"], float(config["a"]), float(config["sigma_w"]),
                          config["d_in"], widths)

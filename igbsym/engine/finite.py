@@ -245,6 +245,8 @@ def _layer_series(head, block, L, r_in, r, where, refine):
 def _gamma_pair(mean, shift, layer, where):
     """(γ_∞, a) of a linear readout of units with averages ``mean`` (shift: their 1/N shift)."""
     g_aa, g_ab = mean[0], mean[2]
+    if abs(g_ab) <= 1e-12 * g_aa:
+        g_ab = 0.0          # an exactly centred layer (srelu's layer 1, LN after φ) up to rounding
     if not g_aa - g_ab > 1e-9 * g_aa:
         raise NumericalError(f"{where}: 1 - c = {1 - g_ab / g_aa:.3g} at layer {layer + 1}: the finite-width route "
                              "needs c < 1 - 1e-9")
