@@ -165,7 +165,8 @@ def _depth_law(d: Derivation, mom):
            "SReLU is IGB-free at every depth; otherwise gamma_L > 0 for L >= 2, "
            f"e.g. sigma_w = 1: gamma_2 = {float(_iterate(mom, 'srelu', 'none', 'pre', 2).subs(sw, 1)):.6f}.")
     d.erratum("igb-initial-guessing-bias.txt, App. G.2-G.3 (Eqs. 178-188, SReLU)",
-              "a null-mean activation (e.g. SReLU) keeps every layer's nodes identically distributed: no IGB at any depth",
+              "a null-mean activation (e.g. SReLU) keeps every layer's nodes identically distributed: no IGB at any "
+              "depth",
               "the null-mean condition must hold for the pre-activation law of each layer, whose variance changes with "
               "depth; SReLU's fixed shift centres layer 1 only, so gamma_L > 0 for L >= 2 unless sigma_w^2 = "
               "2 pi/(pi - 1) (or a norm resets the variance before phi)",

@@ -254,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--order", default="linear-first", choices=("linear-first", "linear-last"),
                    help="residual branch: Dense, [norm], phi (linear-first) or [norm], phi, Dense (linear-last)")
     s.add_argument("--classes", type=int, default=None, help="C >= 2 output classes: add the multiclass summary")
+    s.add_argument("--width", type=int, default=None,
+                   help="N: add the finite-width prediction of an MLP of width N (d_in = N) next to the N = inf one")
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.add_argument("--model", default=None, help="data route: a probe model name or module.path:factory")

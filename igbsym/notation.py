@@ -168,6 +168,8 @@ NOTATION = {
     "rectified.scaled_mean": N(_E + r"\left[\mathrm{ReLU}(\alpha X)\right]"),
     "rectified.scaled_var": N(_V + r"\left[\mathrm{ReLU}(\alpha X)\right]"),
     "rectified.var": N(_V + r"\left[\mathrm{ReLU}(X)\right]"),
+    "width.coefficient": N(r"a_{<L>}(<activation>)"),
+    "width.gamma": N(r"\gamma_{<L>}(<activation>; N)"),
 }
 
 

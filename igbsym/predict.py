@@ -6,6 +6,9 @@ only ``spec.ops`` and walks them with the layer engine (``igbsym.engine.layer_ga
 as the forms ``depth.gamma`` and ``resnet.gamma``). ``architecture(**settings)`` is the thin parser from the CLI's
 vocabulary (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w
 [--residual --alpha --order]``) into a spec; ``--classes C`` adds the multiclass summary (IGB paper App. H).
+``--width N`` (``finite_width(res, N)``) adds, per layer, the finite-width prediction γ_∞ + a_L/N of ``width.gamma``
+for an MLP of width N (d_in = N), a_L, the O(1/N²) remainder allowance and whether the series holds
+(|a_L|/N <= γ_∞/2; igbsym.engine.finite.validity).
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from .extreme import EXACT_MOMENTS
 from .errors import InputError
 from .files import writable_file
 from .registry import get
+from .engine import finite
+from .families import width as W
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 L_MAX = 100000
@@ -136,6 +141,52 @@ def spec_from_args(args) -> S.Spec:
                         getattr(args, "order", "linear-first"))
 
 
+def finite_width(res: dict, N) -> list:
+    """Per layer of a predicted MLP (``Prediction.to_dict()``): the finite-width prediction at width N (d_in = N):
+    dicts layer, gamma_inf, a, gamma_N, remainder, series ('holds' | 'outside series'). One-line InputError for a
+    bad N or an architecture without a finite-width map (pooled, BatchNorm, a norm before φ; residual nets other
+    than linear-first without norm). Residual nets: ``width.resnet_series`` (γ_∞ = resnet.gamma)."""
+    N = W.check_width(N, "predict --width")
+    if res["depth"] > W.L_MAX_FINITE:
+        raise InputError(f"predict --width: --depth {res['depth']} is not allowed with --width; allowed: 1.."
+                         f"{W.L_MAX_FINITE} (the 1/N series has stopped holding long before)")
+    norm = res["norm"]
+    a = res["a"] if res["a"] is not None else 0.01
+    if res.get("residual"):
+        if norm != "none" or res["order"] != "linear-first":
+            raise InputError("predict --width: finite-width residual nets cover x + alpha phi(W x) only; allowed: "
+                             "--residual --order linear-first --norm none")
+        pairs = W.resnet_series(res["depth"], res["activation"], float(res["alpha"]), float(a), float(res["sigma_w"]))
+        return _width_rows(pairs, N)
+    if res.get("pool") or norm == "batchnorm" or (norm != "none" and res["placement"] == "pre"):
+        raise InputError("predict --width: finite width covers plain MLPs with no norm or LayerNorm/RMSNorm after the "
+                         "activation (--placement post); allowed: drop --residual/--pool, --norm none|layernorm|"
+                         "rmsnorm --placement post")
+    try:
+        pairs = W.series(res["depth"], res["activation"], norm, float(a), float(res["sigma_w"]))
+    except InputError as exc:
+        raise InputError(f"predict --width: {exc}") from None
+    return _width_rows(pairs, N)
+
+
+def _width_rows(pairs, N) -> list:
+    out = []
+    for l, (g, coef) in enumerate(pairs, 1):
+        holds, rem = finite.validity(g, coef, N)
+        out.append({"layer": l, "gamma_inf": g, "a": coef, "gamma_N": g + coef / N, "remainder": rem,
+                    "series": "holds" if holds else "outside series"})
+    return out
+
+
+def _width_text(rows: list, N: int) -> str:
+    lines = [f"finite width N = {N} (d_in = N; gamma_N = gamma_inf + a_L/N, width.gamma for MLPs; the series holds "
+             "where |a_L|/N <= gamma_inf/2):",
+             "  layer    gamma_inf      gamma_N          a_L  +-remainder  series"]
+    lines += [f"  {r['layer']:5d}  {r['gamma_inf']:11.6g}  {r['gamma_N']:11.6g}  {r['a']:11.5g}  {r['remainder']:11.3g}"
+              f"  {r['series']}" for r in rows]
+    return "\n".join(lines)
+
+
 def _text(res: dict) -> str:
     arch = (f"activation={res['activation']} depth={res['depth']} norm={res['norm']}"
             + (f" placement={res['placement']}" if res["placement"] else "")
@@ -157,7 +208,8 @@ def plot(res: dict, path: str) -> None:
     try:
         import matplotlib
     except ModuleNotFoundError:
-        raise InputError("predict: --plot needs matplotlib; install the validation extra: pip install 'igbsym[validation]'") from None
+        raise InputError("predict: --plot needs matplotlib; install the validation extra: "
+                         "pip install 'igbsym[validation]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -185,8 +237,9 @@ def plot(res: dict, path: str) -> None:
 
 
 def _multiclass_text(m: dict) -> str:
-    return (f"{m['classes']} classes (igbsym show multiclass.var): one class fraction G_c has mean {m['mean_fraction']:.4g}"
-            f" and sd {m['sd_fraction']:.4g}; E max_c G_c = {m['max_fraction']:.4g} (1/C = {m['max_fraction_uniform']:.4g}"
+    return (f"{m['classes']} classes (igbsym show multiclass.var): one class fraction G_c has mean "
+            f"{m['mean_fraction']:.4g} and sd {m['sd_fraction']:.4g}; E max_c G_c = {m['max_fraction']:.4g} "
+            f"(1/C = {m['max_fraction_uniform']:.4g}"
             f" without IGB); E entropy = {m['entropy']:.4g} nats (max {m['entropy_max']:.4g}); with D = "
             f"{m['dataset_size']} points P(a class gets none) = {m['p_empty']:.4g}, E empty classes = "
             f"{m['expected_empty_classes']:.4g}; the paper's App. H construction gives E G_c = "
@@ -198,12 +251,17 @@ def run(args) -> None:
         raise InputError(f"predict: --classes {args.classes} is not allowed; allowed: an integer >= 2")
     target = writable_file(args.plot, "predict --plot") if args.plot else None
     res = predict(spec_from_args(args)).to_dict()
+    width = getattr(args, "width", None)
+    if width is not None:
+        res["finite_width"] = {"N": width, "layers": finite_width(res, width)}
     if args.classes is not None:
         from .families.multiclass import multiclass_summary
         res["multiclass"] = multiclass_summary(res["gamma"], args.classes)
     if target is not None:
         plot(res, target)
     text = _text(res) + ("\n" + _multiclass_text(res["multiclass"]) if args.classes is not None else "")
+    if width is not None:
+        text += "\n" + _width_text(res["finite_width"]["layers"], width)
     print(json.dumps(res, indent=2) if args.json else text)
     if args.plot and not args.json:
         print(f"wrote {args.plot}")

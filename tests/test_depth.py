@@ -138,7 +138,8 @@ def _scipy_gamma(act, L, sw, norm="none"):
     for _ in range(L):
         qi = 1.0 if norm == "layernorm" else q
         m, s = E(lambda z: f(math.sqrt(qi) * z)), E(lambda z: f(math.sqrt(qi) * z) ** 2)
-        p = m * m if c == 0 else E(lambda z0: E(lambda z1: f(math.sqrt(c * qi) * z0 + math.sqrt((1 - c) * qi) * z1)) ** 2)
+        p = m * m if c == 0 else E(lambda z0: E(lambda z1: f(math.sqrt(c * qi) * z0
+                                                             + math.sqrt((1 - c) * qi) * z1)) ** 2)
         q, c = sw * sw * s, p / s
     return c / (1 - c)
 

@@ -143,6 +143,7 @@ GOLDEN = {
     ("rectified.mean", ()): r"\mathbb{E}\left[\mathrm{ReLU}(X)\right] = \mu \Phi\left(\frac{\mu}{\sigma}\right) + "
                             r"\frac{\sigma e^{- \frac{\mu^{2}}{2 \sigma^{2}}}}{\sqrt{2\pi}}",
     ("rectified.moment", (("n", 0),)): r"\mathbb{E}\left[\mathrm{ReLU}(X)^{0}\right] = 1",
+    ("width.coefficient", (("L", 1), ("activation", "relu"))): r"a_{1}(\mathrm{ReLU}) = 0",
 }
 
 

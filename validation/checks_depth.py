@@ -162,8 +162,8 @@ def check_relu_law(ctx) -> list:
         for w in widths:
             c2, k1, se = _corr_step(*sims[w][l], *sims[w][l + 1], "relu", 0.0)
             step[w] = (c2 - k1, se)
-        results += compare_widths("depth.corr_map", f"c_{l + 1} - k(c_{l}) (measured c_{l})", 0.0, step, widths, ctx.seed,
-                            "local one-step test of the arc-cosine map", inits=plan(ctx)[1])
+        results += compare_widths("depth.corr_map", f"c_{l + 1} - k(c_{l}) (measured c_{l})", 0.0, step, widths,
+                                  ctx.seed, "local one-step test of the arc-cosine map", inits=plan(ctx)[1])
     return results
 
 
@@ -237,8 +237,9 @@ def check_activations(ctx) -> list:
             pred = float(igbsym.get("depth.gamma").numpy(L=l, activation=kw["activation"], a=kw.get("a", 0.01),
                                                          norm=kw.get("norm", "none"),
                                                          placement=kw.get("placement", "pre")))
-            results += compare_widths("depth.gamma", f"{label}, layer {l}", pred, {w: ratio(*sims[w][l]) for w in widths},
-                                widths, ctx.seed + 100 + k, inits=plan(ctx)[1])
+            results += compare_widths("depth.gamma", f"{label}, layer {l}", pred,
+                                      {w: ratio(*sims[w][l]) for w in widths}, widths, ctx.seed + 100 + k,
+                                      inits=plan(ctx)[1])
     return results
 
 

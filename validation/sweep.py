@@ -17,7 +17,12 @@ simulated in the same batch as in a single-process run and γ̂ agrees to the la
 
 Predictions: ``igbsym.predict.predict`` (the registered ``depth.gamma`` path per layer, ``bn.gamma_canonical``
 under BatchNorm, ``maxpool.gamma`` with pooling) for Gaussian data and Gaussian weights, the infinite-width
-limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged.
+limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged. The judged
+column is the finite-width one (issue 28; ``width.gamma``, uneven widths by igbsym.families.width.uneven): pred_N
+= γ_∞ + δ (δ = a_in/d_in + Σ a_l/N_l), z_N = (γ̂ − pred_N)/SE and verdict 'pass' where |γ̂ − pred_N| <= Z_JUDGE·SE
++ the derived O(1/N²) remainder (igbsym.engine.finite.judge), 'fail' otherwise, 'outside series' where the series'
+condition fails, None where no finite-width form covers the point (BatchNorm, a norm before φ, pooling, non-Gaussian
+weights or data).
 """
 from __future__ import annotations
 
@@ -49,6 +54,29 @@ def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- results
+Z_JUDGE = 5.0      # as the checks (validation/checks.py): two-sided normal false-failure rate 5.7e-7 per verdict
+
+
+def finite_prediction(config) -> list | None:
+    """Per hidden layer (pred_N, remainder, holds) of the finite-width series, or None where no form covers it."""
+    if (config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None
+            or (config["pool"] or 1) > 1 or config["norm"] == "batchnorm"
+            or (config["norm"] != "none" and config["placement"] == "pre")):
+        return None
+    from igbsym.engine import finite
+    from igbsym.families import width as W
+    widths = list(config["widths"])
+    if len(widths) > W.L_MAX_FINITE:
+        return None
+    try:
+        pairs = W.uneven(config["activation"], config["norm"], float(config["a"]), float(config["sigma_w"]),
+                         config["d_in"], widths)
+    except (InputError, NumericalError):
+        return None
+    n = min([config["d_in"], *widths])
+    return [(g + corr, *finite.judge(g, corr, n)[::-1]) for g, corr in pairs]
+
+
 def prediction(config) -> tuple:
     """(γ after each hidden layer, the forms used) from the registered forms, or (None, reason)."""
     if config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None:
@@ -70,12 +98,20 @@ def summarise(config, seed, fields, units) -> dict:
     depth, n = len(config["widths"]), units.shape[0]
     col = {f: units[:, i] for i, f in enumerate(fields)}
     pred, source = prediction(config)
+    fin = finite_prediction(config)
     layers = []
     for l in range(1, depth + 1):
         est = ratio_estimate(col[f"a{l}"], col[f"b{l}"], "delta")
         p = pred[l - 1] if pred is not None else None
         z = (est.value - p) / est.se if p is not None and est.se > 0 else None
-        layers.append({"layer": l, "gamma": est.value, "se": est.se, "pred": p, "z": z})
+        row = {"layer": l, "gamma": est.value, "se": est.se, "pred": p, "z": z, "pred_N": None, "z_N": None,
+               "verdict": None}
+        if fin is not None:
+            p_n, rem, holds = fin[l - 1]
+            row.update(pred_N=p_n, z_N=(est.value - p_n) / est.se if est.se > 0 else None, remainder=rem)
+            row["verdict"] = "outside series" if not holds else (
+                "pass" if abs(est.value - p_n) <= Z_JUDGE * est.se + rem else "fail")
+        layers.append(row)
     out = dict(layers[-1])
     del out["layer"]
     g0 = col["g0"]

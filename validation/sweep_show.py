@@ -1,5 +1,6 @@
 """``igbsym sweep show DB [--format table|csv|json] [--plot DIR]``: the points of a sweep store, and plots of γ
-against each numeric axis (error bars ±1.96 SE, the registered prediction as a dashed line of the same colour)."""
+against each numeric axis (error bars ±1.96 SE, the registered prediction as a dashed line of the same colour, the
+finite-width one, width.gamma, dotted), with the judged columns pred_N, z_N and verdict (validation/sweep.py)."""
 from __future__ import annotations
 
 import csv
@@ -13,7 +14,7 @@ from igbsym.errors import InputError
 from .store import Store
 
 FORMATS = ("table", "csv", "json")
-COLUMNS = ("inits", "gamma", "se", "pred", "z", "ks_p")
+COLUMNS = ("inits", "gamma", "se", "pred", "z", "pred_N", "z_N", "verdict", "ks_p")
 
 
 def _axes(points) -> list:
@@ -90,7 +91,12 @@ def plot(points, outdir) -> list:
             pred = [(xv, p["result"]["pred"]) for xv, p in zip(xs, pts) if p["result"]["pred"] is not None]
             if pred:
                 ax.plot(*zip(*pred), "--", color=line[0].get_color(), alpha=0.8)
-        ax.set(xlabel=x, ylabel="gamma (output)", title=f"gamma vs {x}: points ±1.96 SE, dashed: registered form")
+            pred_n = [(xv, p["result"]["pred_N"]) for xv, p in zip(xs, pts)
+                      if p["result"].get("pred_N") is not None]
+            if pred_n:
+                ax.plot(*zip(*pred_n), ":", color=line[0].get_color(), alpha=0.8)
+        ax.set(xlabel=x, ylabel="gamma (output)",
+               title=f"gamma vs {x}: ±1.96 SE; dashed: N = inf form, dotted: width.gamma")
         if max(p["label"][x] for p in done) > 8 * max(min(p["label"][x] for p in done), 1e-300):
             ax.set_xscale("log", base=2)
         ax.legend(fontsize=7)

@@ -59,7 +59,8 @@ QUAD_ERROR = gauss.QUAD_ERROR
 
 q_, c_ = sp.Symbol("q", positive=True), sp.Symbol("c", real=True)
 a_, sw_ = sp.Symbol("a", real=True), sp.Symbol("sigma_w", positive=True)
-_SLOPE = {n: (a_ if acts.get(n).slope == "a" else sp.Integer(acts.get(n).slope)) for n in acts.homogeneous_names()}   # φ = x⁺ − s x⁻
+_SLOPE = {n: (a_ if acts.get(n).slope == "a" else sp.Integer(acts.get(n).slope))   # φ = x⁺ − s x⁻
+          for n in acts.homogeneous_names()}
 ODD = tuple(n for n, act in acts.ACTIVATIONS.items() if act.odd)
 SMOOTH = tuple(n for n in acts.names() if n not in _SLOPE and n not in ODD and n != "srelu")
 arccos_map = O.arccos_map
@@ -92,7 +93,8 @@ def _kind(activation, norm, placement):
     """'zero' where γ = 0 at every depth exactly: odd φ (symmetric data), BN/LN after φ (Thms E.2, F.3), and srelu
     with LayerNorm or RMSNorm (BN before φ: the 'bn_pre' route, also 0): its shift σ/√(2π) is the ReLU mean of the
     N(0, σ²) input φ sees at every layer (σ = 1 after a norm before φ; σ = σ_w when the norm after φ resets q = 1
-    before the next Dense), so E φ = 0 and c stays 0 from the data's c = 0 (the mp route's 1/√(2π) − k at 50 digits left 1e-102, an unconverged reference)."""
+    before the next Dense), so E φ = 0 and c stays 0 from the data's c = 0 (the mp route's 1/√(2π) − k at 50 digits
+    left 1e-102, an unconverged reference)."""
     if activation in ODD or (norm in ("batchnorm", "layernorm") and placement == "post") or (
             activation == "srelu" and norm in ("layernorm", "rmsnorm")):
         return "zero"
@@ -222,9 +224,9 @@ def _needs_full_batch(activation) -> bool:
     """A norm='batchnorm' case whose mini-batch law is not known (see spec.Act._bn_minibatch)."""
     return activation not in ("relu",) + ODD
 DEPTH_ACCURACY = Accuracy(1e-11, "smooth activations (sigmoid, gelu, silu): the quadrature moments' stated bound, "
-                                  "1e-11 per layer (spec.QUAD_ERROR; measured <= 6e-16 against nested mpmath), amplified by "
-                                  "1/(1 - rho) at a fixed point of contraction rho (measured <= 1e-13 at L = 1e5); "
-                                  "closed-form activations: rounding only (measured 1.3e-14 at L = 1e5)")
+                                  "1e-11 per layer (spec.QUAD_ERROR; measured <= 6e-16 against nested mpmath), "
+                                  "amplified by 1/(1 - rho) at a fixed point of contraction rho (measured <= 1e-13 at "
+                                  "L = 1e5); closed-form activations: rounding only (measured 1.3e-14 at L = 1e5)")
 ZERO_NOTE = "0 for every activation, width-limit exact; odd activations give 0 for every norm (data symmetric)"
 DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the arc-cosine map for (leaky) ReLU: "
               "gamma_L ~ 2 (1-a)^4 L^2 / (9 pi^2 (1+a^2)^2) as L -> inf (derivations/depth.py). SReLU (App. G.3) "
@@ -280,7 +282,8 @@ for (_norm, _pl), (_short, _where, _summary) in _PLACEMENT_FORMS.items():
     register(ClosedForm(
         f"depth.gamma_{_short}", f"gamma after L hidden layers, {_summary}.", _params,
         Provenance(NORM, _where, _NOTES[_short]),
-        builder=(lambda n, p, w: lambda L, activation: case(L, activation, n, p, w))(_norm, _pl, f"depth.gamma_{_short}"),
-        kernel=(lambda n, p, w: lambda L, activation, a, sigma_w, B=np.inf: _kernel(L, activation, n, p, a, sigma_w, B,
-                                                                                   w))(_norm, _pl, f"depth.gamma_{_short}"),
+        builder=(lambda n, p, w: lambda L, activation: case(L, activation, n, p, w))(
+            _norm, _pl, f"depth.gamma_{_short}"),
+        kernel=(lambda n, p, w: lambda L, activation, a, sigma_w, B=np.inf: _kernel(
+            L, activation, n, p, a, sigma_w, B, w))(_norm, _pl, f"depth.gamma_{_short}"),
         display=DISPLAY, accuracy=DEPTH_ACCURACY, conditions=(B_FULL,) if (_norm, _pl) == ("batchnorm", "pre") else ()))

@@ -20,7 +20,8 @@ Every op implements (the base class says what a missing map means):
   (op(λx) = op(x)), None otherwise: a walk whose ops all have a degree may rescale the state to q = 1;
 - ``full_batch(n_data)``: the op with full-batch statistics over a dataset of n_data rows made explicit;
 - ``at(i)``: the op with its array-valued parameters taken at point i (per-point walks);
-- ``kernel(k)``: the map of the infinite-width kernel over a dataset (``igbsym.nngp``).
+- ``kernel(k)``: the map of the infinite-width kernel over a dataset (``igbsym.nngp``);
+- ``empirical(t)``: the map of a layer's empirical averages over its units (finite width, ``engine.finite``).
 Composing ops composes maps (``compose``); a residual block is a composite op (``igbsym.ops.residual``).
 """
 from __future__ import annotations
@@ -174,6 +175,12 @@ class Op:
 
     def kernel(self, k):
         raise InputError(f"{type(self).__name__}: no kernel map over a dataset (infinite-width NNGP)")
+
+    def empirical(self, t):
+        """The op on a layer's empirical averages over its units (finite width, igbsym.engine.finite): rows
+        t = (G_aa, G_bb, G_ab, m_a, m_b) of two data points' second moments, cross moment and layer means, [P, 5]
+        → [P, 5]. Only ops that act per sample across the units (LayerNorm, RMSNorm after φ) have one."""
+        raise InputError(f"{type(self).__name__}: no finite-width map on the empirical layer averages")
 
 
 def degree(ops) -> int | None:

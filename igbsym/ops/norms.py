@@ -57,6 +57,14 @@ class LayerNorm(_SampleNorm):
 
     sym = numpy = mp = _map
 
+    def empirical(self, t):
+        """Per sample over the N units (biased layer variance, as torch): (1, 1, (G_ab − m_a m_b)/(σ_a σ_b), 0, 0)
+        with σ_a² = G_aa − m_a²."""
+        t = np.asarray(t, float)
+        va, vb = t[:, 0] - t[:, 3] ** 2, t[:, 1] - t[:, 4] ** 2
+        one, zero = np.ones(len(t)), np.zeros(len(t))
+        return np.stack([one, one, (t[:, 2] - t[:, 3] * t[:, 4]) / np.sqrt(va * vb), zero, zero], axis=1)
+
     def noise(self, s, backend="numpy"):
         return 1 / (s.q - s.m**2)
 
@@ -89,6 +97,13 @@ class RMSNorm(_SampleNorm):
         return State(1 + 0 * s.q, s.c, s.e, s.m / r, s.gaussian, None, src, s.d)
 
     sym = numpy = mp = _map
+
+    def empirical(self, t):
+        """Per sample over the N units: (1, 1, G_ab/√(G_aa G_bb), m_a/√G_aa, m_b/√G_bb)."""
+        t = np.asarray(t, float)
+        one = np.ones(len(t))
+        return np.stack([one, one, t[:, 2] / np.sqrt(t[:, 0] * t[:, 1]), t[:, 3] / np.sqrt(t[:, 0]),
+                         t[:, 4] / np.sqrt(t[:, 1])], axis=1)
 
     def noise(self, s, backend="numpy"):
         return 1 / s.q
