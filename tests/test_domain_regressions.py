@@ -265,10 +265,13 @@ def _cli(capsys, *argv):
     ["eval", "bn.cdf", "b=0.4", f"B={10**400}"], ["eval", "depth.gamma", f"L={10**400}", "activation=relu"],
     ["eval", "kurtosis.after", f"L={10**400}", "w=3", "a=0", "kappa_w=3", "kappa0=3", "c0=0", "sigma2=1"],
     ["predict", "--plot", "FILE/x.png"], ["eval", "depth.gamma", "L=3", "activation=relu", "norm=none", "B=2"],
-    ["eval", "moments.sensitivity", "L=3", "architecture=vanilla", "activation=relu", "alpha=0"]])
+    ["eval", "moments.sensitivity", "L=3", "architecture=vanilla", "activation=relu", "alpha=0"],
+    ["predict", "--sigma-w", "1e200", "--activation", "gelu"],
+    ["predict", "--sigma-w", "1e200", "--activation", "gelu", "--width", "64"],
+    ["predict", "--sigma-w", "1e200", "--activation", "gelu", "--norm", "rmsnorm", "--placement", "post"]])
 def test_malformed_and_extreme_cli_input_is_one_line_exit_2(capsys, tmp_path, argv):
     """A 400-digit integer raised OverflowError in 56 forms; --plot under a file raised NotADirectoryError; a parameter
-    the chosen case ignores was accepted silently."""
+    the chosen case ignores was accepted silently; predict squared a Python float σ_w = 1e200 (OverflowError)."""
     (tmp_path / "FILE").write_text("x")
     argv = [a.replace("FILE", str(tmp_path / "FILE")) for a in argv]
     code, out, err = _cli(capsys, *argv)

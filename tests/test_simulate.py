@@ -169,7 +169,8 @@ def test_gaussian_shortcut_equal_in_law():
     (dict(d_in=4, widths=(3,), activation="swish"), "unknown activation"),
     (dict(d_in=4, widths=(4,), norm="batchnorm", bn_batch=1), "bn_batch"),
     (dict(d_in=4, widths=(4,), n_classes=1), "n_classes"), (dict(d_in=4, widths=(5,), pool=2), "divisible"),
-    (dict(d_in=4, widths=(4,), weight_law="cauchy"), "weight_law"), (dict(d_in=4, widths=(4,), sigma_w=-1.0), "sigma_w"),
+    (dict(d_in=4, widths=(4,), weight_law="cauchy"), "weight_law"),
+    (dict(d_in=4, widths=(4,), sigma_w=-1.0), "sigma_w"),
     (dict(d_in=4, widths=(4,), placement="middle"), "placement"), (dict(d_in=4, widths=(4,), norm="groupnorm"), "norm"),
 ])
 def test_bad_specs_fail_fast(kwargs, msg):

@@ -195,8 +195,8 @@ def unit_fields(depth: int) -> list:
 
 
 def moment_units(res) -> np.ndarray:
-    """Per-init units of the plain moment estimator (igbsym.validation.stats.gamma_units) for every layer: γ after hidden
-    layer l < L from the pre-activations of layer l + 1, the output for l = L. [n_inits, 1 + 2L] float64."""
+    """Per-init units of the plain moment estimator (igbsym.validation.stats.gamma_units) for every layer: γ after
+    hidden layer l < L from the pre-activations of layer l + 1, the output for l = L. [n_inits, 1 + 2L] float64."""
     from .stats import gamma_units
     cols = [res.g0.double().numpy()]
     stats = [res.layers[l]["pre"] for l in range(1, len(res.spec.widths))] + [res.out]

@@ -382,7 +382,8 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     group = init_chunk or max(1, min(n_inits, _ELEM_BUDGET // (chunk * widest)))
     if fresh_data and data is not None:
         _fail("simulate: fresh_data draws its own data; do not pass data")
-    blob = None if data is not None or fresh_data else Blob(spec.widths[0] if shortcut else spec.d_in, data_law, seed, df)
+    blob = None if data is not None or fresh_data else \
+        Blob(spec.widths[0] if shortcut else spec.d_in, data_law, seed, df)
     outs, fracs, layer_parts, rec_parts = [], [], [], {}
     total, done = n_inits * n_data, 0
     for g_start in range(0, n_inits, group):

@@ -184,12 +184,13 @@ def mehler_split(L, ops, backend, last, walk_rest):
     """γ_l by Mehler's series where q = σ_w² <= mehler.Q_MAX (NumPy: Q_LINEAR <= q, below which the walk's affine
     tail is exact); ``walk_rest(mask)`` walks the other points. Returns None where no point is routed here."""
     activation, sigma_w = ops[0].name, ops[2].sigma_w
-    q = sigma_w**2
     if backend != "numpy":
+        q = sigma_w**2                                  # mpmath: no overflow
         if not 0 < q <= mehler.Q_MAX:
             return None
         return [c / (1 - c) for c in mehler.mp_path(activation, q, L, last)]
-    q = np.asarray(q, float)
+    with np.errstate(over="ignore"):                    # a Python float σ_w = 1e200 would raise OverflowError
+        q = np.square(np.asarray(sigma_w, float))
     small = (q >= gauss.Q_LINEAR) & (q <= mehler.Q_MAX)
     if not small.any():
         return None

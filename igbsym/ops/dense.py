@@ -45,7 +45,15 @@ class Dense(Op):
         q = w2 * s.q + b2
         return State(q, (w2 * s.c * s.q + b2) / q, w2 * s.e * s.q / q, 0 * s.m)
 
-    sym = numpy = _map
+    sym = _map
+
+    def numpy(self, s, w2=None):
+        """The NumPy route squares σ_w in float64 (a Python float overflows: σ_w = 1e200 gives inf, which the
+        next map reports as out of range instead of an OverflowError)."""
+        if w2 is None:
+            with np.errstate(over="ignore"):
+                w2 = np.square(np.asarray(self.sigma_w, dtype=float))
+        return self._map(s, w2)
 
     def mp(self, s):
         return self._map(s, mpmath.mpf(self.sigma_w) ** 2)
