@@ -14,11 +14,11 @@ C = 2 gives G_0 = Phi((u_0 - u_1)/sqrt 2) = Phi(sqrt(gamma) Z): the igb law exac
 Numeric routes (no closed form exists for C >= 3; each says how it is computed and how accurate it is):
 
 * ``var``: E[G_c^2] = E[Phi_2(T_1, T_2; rho)^(C-1)], (T_1, T_2) standard bivariate normal with rho = gamma/(1+gamma)
-  (the inner expectation over the other C - 1 means is a bivariate-normal CDF). Deterministic 2-d quadrature:
-  T_1 by the Gumbel substitution Phi(T_1) = exp(-e^-tau/(C-1)) (the same k-independent variable as maxpool), T_2 | T_1
-  by composite Gauss-Legendre, Phi_2 by Owen's T (SciPy); the C of one gamma share a C-independent rule in T_1 (one
-  Phi_2 table per gamma). mpmath: the exact value at C = 2 (var_mp) and, for C >= 3, the independent reference
-  var_reference_mp (Drezner's Phi_2, tens of seconds per point; test-only, see its docstring).
+  (the inner expectation over the other C - 1 means is a bivariate-normal CDF), and ``max_fraction`` at D = inf:
+  E[max_c G_c] = C E[Phi_2(X, Y; r)^(C-1)], r = sqrt(rho) (derivations/multiclass.py). Both by the deterministic 2-d
+  quadrature of igbsym/multiclass_numerics/power.py (Gumbel variables of T_1, T_2; the excess over 1/C^2 formed
+  pointwise, so Var keeps its relative precision as gamma -> 0): relative error <= 1e-12 (VAR_ERROR). mpmath: exact at
+  C = 2; power.mp_moment is the independent reference at C >= 3 (minutes per point, test data).
 * the law of one G_c (``cdf``, ``pdf``), ``p_empty``, ``n_empty``: randomised quasi-Monte Carlo over the other C - 1
   means, deterministic (fixed scrambles). Given them G_c is an increasing function of u_c, so
   P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)], u* its root (Rao-Blackwellised over u_c). The others: 16 independently
@@ -32,9 +32,9 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   deterministic, plus what eta can move the cdf (``_Table.taylor_error``, computed) (``law_bound``); checked against
   an exact C = 3 quadrature (bvn_cdf) and the binned products against the exact ones in the tests. All gamma of one
   C share the base points (u = sqrt(gamma) xi).
-* ``max_fraction``, ``max_fraction_cdf``, ``entropy``: Monte Carlo over whole vectors (G_1..G_C), each computed by
-  the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite dataset
-  size D (multinomial counts), which is what a network evaluated on D points shows.
+* ``max_fraction`` at finite D, ``max_fraction_cdf``, ``entropy``: Monte Carlo over whole vectors (G_1..G_C), each
+  computed by the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite
+  dataset size D (multinomial counts), which is what a network evaluated on D points shows.
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
   means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
   1/2 instead of 1/C); deterministic 40-node Gumbel-Gauss rule for the maximum (maxpool's rule) for gamma >= 0.1, a
@@ -60,6 +60,7 @@ from ..functions import Phi, PhiInv, mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from ..numerics import row_dot
 from ..registry import register
 from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
+from ..multiclass_numerics.power import moment_excess
 
 IGB = "igb-initial-guessing-bias.txt"
 C_MAX = 10_000
@@ -137,102 +138,52 @@ def _panels(edges, n):
     return (mid[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
 
 
-_TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 2.0), [16.0, 24.0, 40.0]]), 8)
-_Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 12), 8)
-_Y_W = _Y_W * np.exp(-_Y**2 / 2) / _SQ2PI
-VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: a 96 x 88 rule in the Gumbel variable of "
-             "T1 for single points, a 192 x 88 C-independent rule in T1 shared by the C of one gamma; both measured against "
-             "a 192 x 184 rule that matches the exact C = 2 value to 1e-16, for gamma in [1e-3, 1e3], C <= 1e4, and "
-             "against the mpmath reference var_reference_mp at C = 3, 10); relative to Var "
-             "the error grows as gamma -> 0 (Var ~ gamma C(C-1) a_C^2)")
+VAR_ERROR = ("relative error <= 1e-12 (measured <= 1e-15 against the exact C = 2 value asin(rho)/(2 pi) over gamma in "
+             "[1e-3, 1e3] and <= 1e-14 against the mpmath reference mp_moment at C = 3; self-convergence <= 1e-15 up "
+             "to C = 1e4): 2-d Gauss-Legendre in the Gumbel variables of (T1, T2) with the excess over 1/C^2 formed "
+             "pointwise (no cancellation as gamma -> 0), igbsym/multiclass_numerics/power.py")
+VAR_REL = 1e-12
 
 
-def _second_moments(gamma: np.ndarray, C: np.ndarray, chunk: int = 16) -> np.ndarray:
-    """E[G_c^2] = E[Phi_2(T1, T2; rho)^(C-1)] (module docstring) for arrays of 0 < gamma < inf and C, batched."""
-    out = np.empty(gamma.shape)
-    for a in range(0, gamma.size, chunk):
-        k = (C[a:a + chunk] - 1)[:, None, None]
-        rho = (gamma[a:a + chunk] / (1 + gamma[a:a + chunk]))[:, None, None]
-        r = np.sqrt((1 - rho) * (1 + rho))
-        t1 = quantile_at_gumbel(_TAU[None, :, None], k)          # Phi(t1) = exp(-e^-tau / k)
-        dens = np.exp(-_TAU[None, :] - np.exp(-_TAU[None, :]) / k[:, :, 0]) / k[:, :, 0]   # dPhi(t1)/dtau
-        t2 = rho * t1 + r * _Y[None, None, :]
-        upper = bvn_cdf(-t1, -t2, rho)                             # P(X > t1, Y > t2)
-        tail = special.ndtr(-t1) + special.ndtr(-t2) - upper       # 1 - Phi_2(t1, t2)
-        with np.errstate(divide="ignore"):
-            val = np.exp(k * np.log1p(-np.clip(tail, 0.0, 1.0)))
-        out[a:a + chunk] = ((val @ _Y_W) * dens) @ _TAU_W
-    return out
-
-
-_T1, _T1_W = _panels(np.linspace(-8.5, 8.5, 25), 8)          # C-independent rule in T1 (shared over C)
-_T1_W = _T1_W * np.exp(-_T1**2 / 2) / _SQ2PI
-
-
-def _second_moments_shared(gamma: float, C: np.ndarray) -> np.ndarray:
-    """E[G_c^2] at one gamma for many C: one table of Phi_2 on a C-independent 192 x 88 Gauss-Legendre grid in
-    (T1, T2 | T1), raised to each power C - 1 (the table is the cost: shared over C)."""
+def _correlations(gamma: float) -> tuple:
+    """(rho, sqrt(1 - rho^2)) for rho = gamma/(1+gamma), and (r, sqrt(1 - r^2)) for r = sqrt(rho): each complement in
+    closed form (1 - rho^2 = (1 + 2 gamma)/(1 + gamma)^2), so gamma >= 1e16, where rho rounds to 1, stays exact."""
     rho = gamma / (1 + gamma)
-    t2 = rho * _T1[:, None] + math.sqrt((1 - rho) * (1 + rho)) * _Y[None, :]
-    tail = special.ndtr(-_T1)[:, None] + special.ndtr(-t2) - bvn_cdf(-_T1[:, None], -t2, rho)
-    with np.errstate(divide="ignore"):
-        log_phi2 = np.log1p(-np.clip(tail, 0.0, 1.0))
-    return np.array([(np.exp((c - 1) * log_phi2) @ _Y_W) @ _T1_W for c in C])
+    return rho, math.sqrt(1 + 2 * gamma) / (1 + gamma), math.sqrt(rho), 1 / math.sqrt(1 + gamma)
+
+
+def _by_gamma_c(fn, gamma, C, *more):
+    """Evaluate fn(float gamma, int C, *more) once per distinct point (array call = scalar call)."""
+    shape, arrays = _pairs(gamma, C, *more)
+    keys, inverse = np.unique(np.stack(arrays), axis=1, return_inverse=True)
+    vals = np.array([fn(float(k[0]), int(k[1]), *[float(x) for x in k[2:]]) for k in keys.T], dtype=float)
+    return vals[inverse.ravel()].reshape(shape)
+
+
+def _var_point(gamma: float, C: int) -> float:
+    """Var G_c = E[Phi_2(T1, T2; rho)^(C-1)] - 1/C^2 (App. H, the second moment; derivations/multiclass.py)."""
+    if gamma == 0:
+        return 0.0
+    if math.isinf(gamma):
+        return (1 - 1 / C) / C                       # one class takes everything: G_c is Bernoulli(1/C)
+    rho, r = _correlations(gamma)[:2]
+    if C == 2:                                       # exact: asin(rho)/(2 pi) = atan2(gamma, sqrt(1 + 2 gamma))/(2 pi)
+        return math.atan2(gamma, math.sqrt(2) * math.sqrt(gamma + 0.5)) / (2 * math.pi)
+    return moment_excess(rho, C - 1, r)[1]
 
 
 def var_numpy(gamma, C):
-    """Var G_c at distinct (gamma, C): a gamma with several C shares one Phi_2 table (_second_moments_shared), the
-    others go batched through the Gumbel-variable rule (_second_moments); both within VAR_ERROR."""
-    shape, (gm, cc) = _pairs(gamma, C)
-    keys, inverse = np.unique(np.stack([gm, cc]), axis=1, return_inverse=True)
-    g_u, c_u = keys
-    second = np.where(np.isinf(g_u), 1 / c_u, 1 / c_u**2)           # the limits: Var = (1 - 1/C)/C and 0
-    live = (g_u > 0) & np.isfinite(g_u)
-    binary = live & (c_u == 2)       # exact: asin(gamma/(1+gamma))/(2 pi) = atan2(gamma, sqrt(1 + 2 gamma))/(2 pi)
-    live &= ~binary
-    values, counts = np.unique(g_u[live], return_counts=True)
-    for gamma_ in values[counts > 1]:
-        sel = live & (g_u == gamma_)
-        second[sel] = _second_moments_shared(float(gamma_), c_u[sel])
-    single = live & np.isin(g_u, values[counts == 1])
-    second[single] = _second_moments(g_u[single], c_u[single])
-    var = np.maximum(second - 1 / c_u**2, 0.0)
-    var[binary] = np.arctan2(g_u[binary], math.sqrt(2) * np.sqrt(g_u[binary] + 0.5)) / (2 * np.pi)
-    return var[inverse.ravel()].reshape(shape)
+    """Var G_c at every (gamma, C): one 2-d quadrature per distinct point (moment_excess; VAR_ERROR)."""
+    return _by_gamma_c(_var_point, gamma, C)
 
 
 def var_mp(gamma, C):
     """mpmath value where an exact one exists: C = 2, asin(gamma/(1+gamma))/(2 pi) (derivations/multiclass.py).
-    For C >= 3 the reference is var_reference_mp (a fixed-node rule: its ~1e-12 discretisation error does not shrink
-    with dps, so it is not registered as the form's mp route, whose contract is full precision)."""
+    For C >= 3 the independent reference is multiclass_numerics.power.mp_moment (minutes per point; test data)."""
     if int(C) != 2:
-        raise NumericalError("multiclass.var: no full-precision mpmath route for C >= 3; var_reference_mp is the "
-                             "independent reference (fixed-node rule, ~1e-12)")
+        raise NumericalError("multiclass.var: no fast full-precision mpmath route for C >= 3; the independent "
+                             "reference is igbsym.multiclass_numerics.power.mp_moment (minutes per point)")
     return mpmath.asin(gamma / (1 + gamma)) / (2 * mpmath.pi)
-
-
-def var_reference_mp(gamma, C, dps: int = 15, n_theta: int = 20):
-    """Independent reference for Var G_c at C >= 3: E[Phi_2(T1, T2; rho)^(C-1)] - 1/C^2 in mpmath, with Phi_2 by
-    Drezner's integral (n_theta-node Gauss-Legendre in theta; not Owen's T) on the C-independent rule in the plain
-    variable T1 (_T1: 24 panels x 8 nodes on [-8.5, 8.5]; T2 | T1: _Y), not the Gumbel variable of the single-point
-    NumPy route. The rule's discretisation error is <= 1e-9 (measured against a 192 x 184 Gumbel rule, which matches
-    the exact C = 2 value to 1e-16); it does not shrink with dps. Tens of seconds per point."""
-    with mpmath.workdps(dps):
-        k, gamma = int(C) - 1, mpmath.mpf(gamma)
-        rho = gamma / (1 + gamma)
-        r = mpmath.sqrt((1 - rho) * (1 + rho))
-        half = mpmath.asin(rho) / 2
-        x, w = np.polynomial.legendre.leggauss(n_theta)
-        rule = [(mpmath.sin(half * (1 + mpmath.mpf(a))), 2 * mpmath.cos(half * (1 + mpmath.mpf(a))) ** 2,
-                 half * mpmath.mpf(b) / (2 * mpmath.pi)) for a, b in zip(x, w)]
-
-        def phi2(h, q):
-            return mpmath.ncdf(h) * mpmath.ncdf(q) + mpmath.fsum(
-                c * mpmath.exp(-(h * h + q * q - 2 * h * q * sn) / c2) for sn, c2, c in rule)
-        ys = [(mpmath.mpf(a), mpmath.mpf(b)) for a, b in zip(_Y, _Y_W)]
-        total = mpmath.fsum(mpmath.mpf(tw) * mpmath.fsum(wy * phi2(mpmath.mpf(t1), rho * t1 + r * yy) ** k
-                                                         for yy, wy in ys) for t1, tw in zip(_T1, _T1_W))
-        return total - mpmath.mpf(1) / C**2
 
 
 def _var_limit(gamma, C):
@@ -840,9 +791,25 @@ def _binary_entropy(gamma):
     return (weight * h) @ _X_W
 
 
+def max_fraction_exact(gamma: float, C: int) -> float:
+    """E[max_c G_c] at D = inf (App. H, the dominant class): max_c G_c = G_(argmax u) (G_c increases in u_c), so
+    E max_c G_c = P(argmax u = argmax(u + eps)) = C E[Phi_2(X, Y; r)^(C-1)], (X, Y) standard bivariate normal with
+    r = sqrt(gamma/(1+gamma)) (derivations/multiclass.py); C = 2: 1/2 + atan(sqrt(gamma))/pi. Relative error
+    <= VAR_REL (moment_excess)."""
+    if gamma == 0:
+        return 1 / C
+    if math.isinf(gamma):
+        return 1.0
+    if C == 2:
+        return 0.5 + math.atan(math.sqrt(gamma)) / math.pi
+    _, _, r, r_c = _correlations(gamma)
+    return min(1.0, 1 / C + C * moment_excess(r, C - 1, r_c)[1])
+
+
 def max_fraction_numpy(gamma, C, D):
     return _vector_route(lambda gm: 0.5 + np.arctan(np.sqrt(gm)) / np.pi,
-                         lambda gm, cc, dd: max_fraction_samples(gm, cc, dd).mean(), gamma, C, D)
+                         lambda gm, cc, dd: max_fraction_exact(gm, cc) if math.isinf(dd)
+                         else max_fraction_samples(gm, cc, dd).mean(), gamma, C, D)
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
@@ -1038,8 +1005,9 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.var", "Var[G_c] of one class fraction: E[Phi_2(T1, T2; gamma/(1+gamma))^(C-1)] - 1/C^2.",
     (GAMMA, C_PARAM), Provenance(IGB, "App. H (exact second moment; the paper gives none)", MODEL),
-    accuracy=_stated("absolute error <= 5e-9 on Var (quadrature); relative to Var it grows as gamma -> 0"),
-    builder=_route(var_numpy, var_mp, "2-d quadrature of E[Phi_2(T1,T2;rho)^(C-1)] (Owen's T; Gumbel variable)",
+    accuracy=Accuracy(VAR_REL, "2-d Gauss-Legendre quadrature (no closed form for C >= 3); " + VAR_ERROR),
+    builder=_route(var_numpy, var_mp, "2-d quadrature of E[Phi_2(T1,T2;rho)^(C-1)] - 1/C^2 in the Gumbel variables "
+                   "of (T1, T2), the excess over 1/C^2 formed pointwise",
                    VAR_ERROR, _E(sp.Function("Phi_2")(_T1S, _T2S, gamma_s / (1 + gamma_s)) ** (C_s - 1)) - 1 / C_s**2),
     limit=_var_limit,
     display=r"E\left[\Phi_2\left(T_1, T_2; \tfrac{\gamma}{1+\gamma}\right)^{C-1}\right] - \frac{1}{C^2}"))
