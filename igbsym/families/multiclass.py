@@ -60,6 +60,7 @@ from ..functions import Phi, PhiInv, mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from ..numerics import row_dot
 from ..registry import register
 from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
+from ..multiclass_numerics import three
 from ..multiclass_numerics.power import moment_excess
 
 IGB = "igb-initial-guessing-bias.txt"
@@ -603,10 +604,18 @@ def p_empty_numpy(gamma, C, D):
             out[i] = 1 - 1 / C_
         elif C_ == 2:
             out[i] = _p_empty_binary(gamma_, D_)
+        elif C_ == 3:
+            out[i] = three.p_empty(gamma_, D_)      # deterministic, relative THREE_ERROR, rare events included
         else:
-            out[i] = min(max(float(p_empty_replicates(gamma_, C_, D_).mean()), 0.0), 1.0)   # projection onto [0, 1]:
-            # never farther from the true probability than the raw mean (the control variate can push it below 0)
+            out[i] = _p_empty_qmc(gamma_, C_, D_)
     return out.reshape(shape)
+
+
+def _p_empty_qmc(gamma, C, D):
+    """C >= 4: E[(1 - G)^D] from the randomised QMC law (p_empty_replicates), projected onto [0, 1] (never farther
+    from the true probability than the raw mean). Its error bound is ABSOLUTE (T_FACTOR x SE + LAW_DET): a small
+    probability is not resolved at C >= 4 (issue 27, open; C = 3 has the relative route three.p_empty)."""
+    return min(max(float(p_empty_replicates(gamma, C, D).mean()), 0.0), 1.0)
 
 
 def _p_empty_binary(gamma, D):
@@ -826,6 +835,8 @@ def max_fraction_cdf_numpy(g, gamma, C, D):
 
 def entropy_numpy(gamma, C, D):
     def sampled(gm, cc, dd):
+        if cc == 3 and math.isinf(dd) and 0 < gm < math.inf:
+            return three.entropy(gm)                # 3 E[-G_1 log G_1], deterministic (relative THREE_ERROR)
         p = observed_fractions(vector_samples(gm, cc), dd)
         return float(-special.xlogy(p, p).sum(1).mean())
     return _vector_route(_binary_entropy, sampled, gamma, C, D)
@@ -880,15 +891,17 @@ def paper_approx_numpy(g, gamma, C):
     s = np.sqrt(np.where(regular, gamma, 1.0))
     m = quantile_at_gumbel(nodes, (C - 1)[..., None])              # the max of C - 1 standard normals
     out = row_dot(special.ndtr(m + (np.sqrt(2) * np.where(regular, x, 0.0) / s)[..., None]), weights)
-    small = regular & (gamma < PAPER_RULE_MIN)
-    if small.any():
+    small = regular & ((gamma < PAPER_RULE_MIN) | (out < PAPER_LOG_BELOW))   # the rule's error is absolute: a small
+    if small.any():                                                            # value takes the log-space route
         out = np.array(out, dtype=float)
         out[small] = _paper_log_space(np.sqrt(2) * x[small] / s[small], C[small] - 1)
     out = np.where(np.isinf(gamma), 1 - 1 / C, out)
     out = np.where(gamma == 0, np.where(g < 0.5, 0.0, 1.0), out)
-    return np.where(g <= 0, 0.0, np.where(g >= 1, 1.0, out))
+    return np.where(g <= 0, 0.0, np.where(g >= 1, 1.0, np.clip(out, 0.0, 1.0)))   # a probability (rule rounding)
 
 
+PAPER_LOG_BELOW = 1e-2  # values below this come from the log-space route (relative; the rule said 4.3e-183 for
+                        # 4.9e-149 at g = 1e-16, gamma = 0.1)
 PAPER_RULE_MIN = 0.1    # below this gamma the fixed 40-node rule misses the peak (1.2e-69 for 2.8e-66 at 0.0019)
 _PAPER_T = 0.1 * np.arange(-400, 401)   # trapezoid nodes in units of the peak width (+- 40 widths)
 
@@ -971,6 +984,19 @@ _VEC_ACC = _stated("Monte Carlo over fraction vectors, absolute error within a f
                    "quadrature) or gamma in {0, inf}")
 
 
+_EMPTY_ACC = _stated("C >= 4: randomised QMC, ABSOLUTE error <= 5.24 SE + 1e-5 (a small probability is not "
+                     "resolved at C >= 4); C = 3: relative <= 1e-10, "
+                     "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
+                     "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
+                     "exact at gamma in {0, inf}")
+_MAX_ACC = _stated("finite D: Monte Carlo over fraction vectors and multinomial counts, absolute error within a few "
+                   "sample SD/sqrt(n) (n = min(4000, 1e5/C)); D = inf: relative <= 1e-12 (exact 2-d quadrature "
+                   "C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
+_ENT_ACC = _stated("finite D, or C >= 4: Monte Carlo over fraction vectors, absolute error within a few sample "
+                   "SD/sqrt(n) (n = min(4000, 1e5/C)); D = inf: C = 3 relative <= 1e-10 (3 E[-G log G], 2-d "
+                   "quadrature over the law of G_1, multiclass_numerics/three.py), C = 2 and gamma in {0, inf} exact")
+
+
 def _route(np_fn, mp_fn, method, error, defining=None):
     return lambda: NumericRoute(np_fn, mp_fn, method, error, defining)
 
@@ -1031,7 +1057,7 @@ register(ClosedForm(
     "multiclass.p_empty", "P(a class receives no point of a dataset of D points) = E[(1 - G_c)^D] (the CIFAR-100 "
     "peak at 0, App. I.1.3).", (GAMMA, C_PARAM, D_PARAM),
     Provenance(IGB, "App. I.1.3 (peak at 0 for CIFAR-100)", MODEL + "; data points assigned independently given W"),
-    accuracy=_LAW_ACC,
+    accuracy=_EMPTY_ACC,
     builder=_route(p_empty_numpy, p_empty_mp, "int_0^inf e^-t F(1 - e^(-t/D)) dt with the randomised QMC "
                    "cdf F (Gauss-Legendre in log t); exact igb law at C = 2", MC_ERROR, _E((1 - _Gc) ** D_s)),
     limit=_p_empty_limit,
@@ -1039,7 +1065,7 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.n_empty", "Expected number of classes with no point of a dataset of D points: C E[(1 - G_c)^D].",
     (GAMMA, C_PARAM, D_PARAM), Provenance(IGB, "App. I.1.3", MODEL),
-    accuracy=_LAW_ACC,
+    accuracy=_EMPTY_ACC,
     builder=_route(lambda gamma, C, D: C * p_empty_numpy(gamma, C, D),
                    lambda gamma, C, D: C * p_empty_mp(gamma, C, D), "C times multiclass.p_empty", MC_ERROR + " (x C)",
                    C_s * _E((1 - _Gc) ** D_s)),
@@ -1052,7 +1078,7 @@ register(ClosedForm(
     "multiclass.max_fraction", "E[max_c G_c]: mean fraction of the dominant class (the sorted frequencies of App. H), "
     "as measured on D data points (D = inf: the population value).", (GAMMA, C_PARAM, D_INF),
     Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
-    accuracy=_VEC_ACC,
+    accuracy=_MAX_ACC,
     builder=_route(max_fraction_numpy, binary_max_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
                    _E(sp.Function("max_c")(_Gc))),
     limit=lambda gamma, C, D: (1 / mpmath.mpf(C) if gamma == 0 and D == mpmath.inf else
@@ -1071,7 +1097,7 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.entropy", "E[-sum_c G_c log G_c] (nats): how prejudiced a C-class net is (log C: none; 0: total).",
     (GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H", MODEL),
-    accuracy=_VEC_ACC,
+    accuracy=_ENT_ACC,
     builder=_route(entropy_numpy, binary_entropy_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
                    _E(-sp.Sum(_Gc * sp.log(_Gc), (sp.Symbol("c"), 1, C_s)))),
     limit=lambda gamma, C, D: (mpmath.log(C) if gamma == 0 and D == mpmath.inf else
@@ -1085,8 +1111,8 @@ register(ClosedForm(
     "multiclass.paper_approx", "The paper's App. H construction as printed: P(Phi((u_c - M_{C-1})/sqrt 2) <= g), "
     "M_{C-1} the largest of the other C-1 means (Eqs. 189-192 + the binary law).", (G_PARAM, GAMMA, C_PARAM),
     Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE), conditions=(G_AT_MOST_1,),
-    accuracy=_stated("absolute error <= 1e-9 for gamma >= 0.1 (40-node Gumbel-Gauss rule); below 0.1 relative "
-                     "1e-6 (log-space trapezoid around the peak)"),
+    accuracy=_stated("absolute error <= 1e-9 for gamma >= 0.1 (40-node Gumbel-Gauss rule); below 0.1 or where the "
+                     "value is < 1e-2 relative 1e-6 (log-space trapezoid around the peak)"),
     builder=_route(paper_approx_numpy, paper_approx_mp, "40-node Gumbel-Gauss rule for the maximum (maxpool)",
                    "absolute error <= 1e-9 for gamma >= 0.1 (smooth integrand), tested against mpmath",
                    sp.Integral(Phi(sp.Symbol("m") + sp.sqrt(2) * PhiInv(g_s) / sp.sqrt(gamma_s))
