@@ -219,6 +219,7 @@ def guarantee_failure(form, point: dict, value) -> str:
             from test_multiclass_reference import exact_cdf_three_classes
             ref = float(exact_cdf_three_classes(np.array([point["g"]]), gamma)[0])
             b = float(fam.law_bound(np.array([point["g"]]), gamma, 3)[0])
+            b += 5e-6 if gamma <= 30 else 2e-4              # the reference's own convergence (its docstring)
             if abs(v - ref) > b:
                 return f"|{v!r} - exact C = 3 quadrature {ref!r}| > stated bound {b:.3g}"
     if name == "multiclass.n_empty":                     # documented as C times multiclass.p_empty

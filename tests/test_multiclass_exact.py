@@ -104,6 +104,9 @@ def test_array_call_equals_scalar_call_at_c_max():
 
 
 # --- C = 3: p_empty, entropy --------------------------------------------------------------------------------------
+RARE_MP = "1.1389017842157699722e-13"    # mp_p_empty_three(0.1, 1000, ...) at 20 digits (580 s)
+
+
 def mp_p_empty_three(gamma, D, m0, w, dps=20):
     """E[(1 - G_1)^D] at C = 3 by mpmath.quad over (m, delta) (the ordered differences), breakpoints at the mode m0
     +- multiples of its width w, G_1 = Phi_2 by power.mp_phi2 (tanh-sinh): independent of three.py's rule, panels,
@@ -153,13 +156,17 @@ def test_p_empty_and_entropy_three_classes_vs_gauss_hermite(gamma):
     assert abs(got / refs[1] - 1) <= three.THREE_ERROR, (got, refs)
 
 
-@pytest.mark.slow
 def test_rare_event_p_empty_vs_mpmath():
     """p_empty(gamma = 0.1, C = 3, D = 1000) ~ 1.1e-13: the QMC route said 2.1e-4 (absolute bound)."""
     got = get("multiclass.p_empty").numpy(gamma=0.1, C=3, D=1000)
-    ref = mp_p_empty_three(0.1, 1000, 2.5413302023602795, 0.1596407274610167)    # the mode and its width
-    assert abs(got / float(ref) - 1) <= three.THREE_ERROR, (got, ref)
+    assert abs(got / float(RARE_MP) - 1) <= three.THREE_ERROR, (got, RARE_MP)
     assert get("multiclass.n_empty").numpy(gamma=0.1, C=3, D=1000) == 3 * got
+
+
+@pytest.mark.slow
+def test_rare_event_mp_reference_recomputed():
+    ref = mp_p_empty_three(0.1, 1000, 2.5413302023602795, 0.1596407274610167)    # the mode and its width
+    assert abs(ref / mpmath.mpf(RARE_MP) - 1) < 1e-15
 
 
 @pytest.mark.parametrize("gamma,D", [(0.1, 1000), (0.01, 10**4), (10.0, 10**6), (1e3, 100), (0.05, 10**9),
@@ -194,3 +201,63 @@ def test_paper_approx_small_values_are_relative(g):
         if ref > 1e-300:
             assert abs(got / ref - 1) <= 1e-9, (g, gamma, got, ref)
     assert form.numpy(g=1 - 1e-16, gamma=1.0, C=3) <= 1.0
+
+
+# --- C = 3: the law of one fraction (cdf, pdf) ----------------------------------------------------------------------
+LAW_G = np.array([1e-6, 1e-3, 0.05, 0.2, 1 / 3, 0.5, 0.9, 0.999, 1 - 1e-9])
+
+
+@pytest.mark.parametrize("gamma", [1e-12, 1e-3, 0.1, 1.0, 30.0, 1e3, 1e12])
+def test_law_three_classes_self_convergence_and_both_sides(gamma):
+    """cdf, 1 - cdf (its own log-integrand) and density against a rule with half-width panels, 24 nodes, a deeper
+    cut and more root steps: within THREE_ERROR; the two sides sum to 1."""
+    F, S, f = three.law(LAW_G, gamma)
+    assert np.max(np.abs(F + S - 1)) <= 1e-14
+    saved = three.N_GL, three.LOG_DROP, three.ROOT_STEPS, three._panels_from
+    try:
+        three.N_GL, three.LOG_DROP, three.ROOT_STEPS = 24, 110.0, 100
+        three._panels_from = lambda x0, w, ok, far, lo=-math.inf, cap=None: saved[3](x0, w / 2, ok, far / 2, lo,
+                                                                                       cap / 2 if cap else None)
+        F2, S2, f2 = three.law(LAW_G, gamma)
+    finally:
+        three.N_GL, three.LOG_DROP, three.ROOT_STEPS, three._panels_from = saved
+    for a, b in ((F, F2), (S, S2), (f, f2)):
+        live = b > 1e-300
+        assert np.all(np.abs(a[live] / b[live] - 1) <= three.THREE_ERROR), (gamma, a / b - 1)
+
+
+@pytest.mark.parametrize("gamma", [0.3, 3.0])
+def test_density_three_classes_is_the_derivative_of_the_cdf(gamma):
+    """Richardson-extrapolated central differences of the cdf (an independent use of the same law)."""
+    g = np.array([0.1, 0.25, 0.45, 0.7])
+    F = lambda x: get("multiclass.cdf").numpy(g=x, gamma=gamma, C=3)  # noqa: E731
+    h = 1e-3
+    d1, d2 = (F(g + h) - F(g - h)) / (2 * h), (F(g + h / 2) - F(g - h / 2)) / h
+    deriv = (4 * d2 - d1) / 3
+    got = get("multiclass.pdf").numpy(g=g, gamma=gamma, C=3)
+    assert np.all(np.abs(got / deriv - 1) <= 1e-6), got / deriv - 1
+
+
+def mp_cdf_three(g, gamma, dps=20):
+    """P(G_1 <= g) at C = 3 in mpmath: 2 int_0^inf phi(q/s_q)/s_q Phi(-p*(q)/s_p) dq (mpmath.quad), p* by
+    mpmath.findroot on Phi_2 of power.mp_phi2 (Drezner by tanh-sinh): independent of three.py's panels, bisection,
+    Owen's T and double arithmetic. Tens of seconds."""
+    with mpmath.workdps(dps):
+        g, gamma = mpmath.mpf(g), mpmath.mpf(gamma)
+        sp_, sq = mpmath.sqrt(3 * gamma / 2), mpmath.sqrt(gamma / 2)
+
+        def G(p, q):
+            return power.mp_phi2(-(p + q) / mpmath.sqrt(2), -(p - q) / mpmath.sqrt(2), mpmath.mpf(1) / 2)
+
+        def f(q):
+            p = mpmath.findroot(lambda x: G(x, q) - g, float(three.root_d2(float(g), float(q)) - float(q)))
+            return 2 * mpmath.npdf(q / sq) / sq * mpmath.ncdf(-p / sp_)
+        return mpmath.quad(f, [0, sq, 4 * sq, 12 * sq])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("g,gamma", [(0.2, 1.0), (0.05, 0.1)])
+def test_cdf_three_classes_vs_mpmath(g, gamma):
+    ref = mp_cdf_three(g, gamma)
+    got = get("multiclass.cdf").numpy(g=g, gamma=gamma, C=3)
+    assert abs(got / float(ref) - 1) <= three.THREE_ERROR, (got, ref)

@@ -49,11 +49,12 @@ G_POINTS = np.array([1e-4, 0.01, 0.05, 0.1, 0.2, 0.3, 1 / 3, 0.4, 0.5, 0.7, 0.9,
 
 @pytest.mark.parametrize("gamma", [1e-3, 0.1, 1.0, 30.0, 1e3])
 def test_cdf_three_classes_within_its_stated_bound_of_the_exact_quadrature(gamma):
-    ref = exact_cdf_three_classes(G_POINTS, gamma)
+    ref = exact_cdf_three_classes(G_POINTS, gamma, n=40)
     got = get("multiclass.cdf").numpy(g=G_POINTS, gamma=gamma, C=3)
-    bound = fam.law_bound(G_POINTS, gamma, 3)
-    assert np.all(np.abs(got - ref) <= bound), (gamma, got - ref, bound)
-    assert np.all(bound <= 0.05)
+    bound = fam.law_bound(G_POINTS, gamma, 3)                       # relative 1e-10 (deterministic route)
+    ref_error = 1e-9 if gamma <= 30 else 1e-4      # this reference's own convergence at n = 40 (n = 12: 5e-5 at 30)
+    assert np.all(np.abs(got - ref) <= bound + ref_error), (gamma, got - ref, bound)
+    assert np.all(bound <= 1e-10 * got + 1e-300)
 
 
 @pytest.mark.parametrize("gamma", [0.1, 1.0, 10.0])

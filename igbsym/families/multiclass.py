@@ -61,6 +61,7 @@ from ..numerics import row_dot
 from ..registry import register
 from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
 from ..multiclass_numerics import three
+from ..multiclass_numerics.three import THREE_ERROR
 from ..multiclass_numerics.power import moment_excess
 
 IGB = "igb-initial-guessing-bias.txt"
@@ -519,22 +520,34 @@ def law_se(g, gamma: float, C: int) -> tuple:
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
     the deterministic part: trapezoid + interpolation (<= LAW_DET) and, for C >= BINNED_FROM, the bound the Taylor
-    remainder of the binned products implies (_Table.taylor_error, computed; <= 3e-8 on the bench grid)."""
+    remainder of the binned products implies (_Table.taylor_error, computed; <= 3e-8 on the bench grid). C = 3: the
+    deterministic route's relative bound, THREE_ERROR x the value (multiclass_numerics/three.py)."""
     g = np.atleast_1d(np.asarray(g, float))
+    if int(C) == 3:
+        return THREE_ERROR * get_cdf(g, gamma, 3)
     taylor = _tables([gamma], int(C))[float(gamma)].taylor_error(g)
     return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET + taylor
+
+
+def get_cdf(g, gamma, C):
+    """multiclass.cdf's NumPy value (no input validation; internal)."""
+    return cdf_numpy(g, gamma, C)
 
 
 LAW_DET = 1e-5     # deterministic error (trapezoid < 1e-10, Hermite inversion < 1e-7: measured at C = 3 vs Gauss-
                    # Hermite x bvn_cdf and against finer grids), added to the statistical bound
 
 
-def _by_pair(fn, g, gamma, C):
-    """Evaluate fn(g_values, table) per distinct (gamma, C) with C >= 3 and 0 < gamma < inf; the tables of one C are
-    built in one batch. Returns (shape, flat g, flat gamma, flat C, out with those entries filled)."""
+def _by_pair(fn, g, gamma, C, side: int | None = None):
+    """Evaluate fn(g_values, table) per distinct (gamma, C) with C >= 4 and 0 < gamma < inf; the tables of one C are
+    built in one batch. C = 3 is deterministic: element ``side`` of three.law (0: cdf, 2: density) per g value (one
+    call per value: array call = scalar call). Returns (shape, flat g, flat gamma, flat C, out with those filled)."""
     shape, (gm, cc, gg) = _pairs(gamma, C, g)
     out = np.zeros(gg.shape)
     live = (cc >= 3) & (gm > 0) & np.isfinite(gm)
+    for i in np.nonzero(live & (cc == 3))[0]:
+        out[i] = three.law(np.clip(gg[i:i + 1], 1e-300, 1 - 1e-16), float(gm[i]))[side][0]
+    live &= cc >= 4
     for c in np.unique(cc[live]):
         at_c = live & (cc == c)
         tables = _tables(np.unique(gm[at_c]), int(c))
@@ -545,7 +558,7 @@ def _by_pair(fn, g, gamma, C):
 
 
 def cdf_numpy(g, gamma, C):
-    shape, gg, gm, cc, out = _by_pair(_monotone_cdf, g, gamma, C)
+    shape, gg, gm, cc, out = _by_pair(_monotone_cdf, g, gamma, C, side=0)
     s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
     out = np.where(cc == 2, special.ndtr(_probit(gg) / s), out)
     out = np.where(gm == 0, np.where(gg < 1 / cc, 0.0, 1.0), np.where(np.isinf(gm), 1 - 1 / cc, out))
@@ -570,7 +583,7 @@ def _probit(g):
 
 
 def pdf_numpy(g, gamma, C):
-    shape, gg, gm, cc, out = _by_pair(lambda x, tab: tab.replicates(x)[1].mean(0), g, gamma, C)
+    shape, gg, gm, cc, out = _by_pair(lambda x, tab: tab.replicates(x)[1].mean(0), g, gamma, C, side=2)
     x = _probit(gg)
     binary = np.exp(-0.5 * np.log(gm) + (1 - 1 / gm) * x * x / 2)
     return np.where(cc == 2, binary, np.maximum(out, 0.0)).reshape(shape)   # the control variate can dip below 0
@@ -977,7 +990,9 @@ def _stated(text: str) -> Accuracy:
     return Accuracy(1e-6, "NOT a relative bound for C >= 3: " + text)
 
 
-_LAW_ACC = _stated("randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
+_LAW_ACC = _stated("C = 3: relative <= 1e-10 (deterministic: a 1-d integral over q = (d2 - d3)/2 of "
+                   "Phi(-p*(q)/sigma_p), p* the root in p = (d2 + d3)/2, multiclass_numerics/three.py); C >= 4: "
+                   "randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
                    "at 99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
 _VEC_ACC = _stated("Monte Carlo over fraction vectors, absolute error within a few sample SD/sqrt(n) (n = "
                    "min(4000, 1e5/C)); at D = inf exact where C = 2 (closed forms, the C = 2 entropy by a 1-d "

@@ -14,10 +14,12 @@ Stated relative error THREE_ERROR (self-convergence and mpmath reference, tests/
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import optimize, special
 
+from ..errors import NumericalError
 from ..gauss import gauss_legendre
 from .power import bvn_upper
 
@@ -50,7 +52,7 @@ def _log_density(m, delta, gamma):
     return math.log(2) - (m * m - m * d3 + d3 * d3) / 3 / gamma - math.log(2 * math.pi * math.sqrt(3)) - math.log(gamma)
 
 
-def _panels_from(x0, w, ok, far, lo=-math.inf):
+def _panels_from(x0, w, ok, far, lo=-math.inf, cap=None):
     """Edges from x0 outwards on each side (not below lo), each panel twice the last: at most PANEL_CAP wide where it
     touches |x| <= CAP_ZONE (there G_1 changes on its own scale ~1 whatever the density's), at least ``far`` (a
     quarter of the density's scale) beyond it (G_1 is constant to < 1e-60 there); until ok(edge) says the integrand is
@@ -63,7 +65,7 @@ def _panels_from(x0, w, ok, far, lo=-math.inf):
                 break
             y = x + sign * width
             near = min(abs(x), abs(y)) <= CAP_ZONE or (x < 0) != (y < 0)
-            step = min(width, PANEL_CAP) if near else max(width, far)
+            step = min(width, cap or PANEL_CAP) if near else max(width, far)
             x = max(x + sign * step, lo)
             edges.append(x)
             if not ok(x) or not math.isfinite(x):
@@ -141,3 +143,88 @@ def entropy(gamma: float) -> float:
     if gamma > GAMMA_HUGE:
         return entropy(GAMMA_HUGE) * math.sqrt(GAMMA_HUGE / gamma)
     return 3 * expect(lambda lg, lq: lg + np.log(np.maximum(-lg, 1e-300)), gamma)
+
+
+# --- the law of G_1 at C = 3: P(G_1 <= g) as a 1-d integral --------------------------------------------------------
+# With p = (d_2 + d_3)/2 ~ N(0, 3 gamma/2) and q = (d_2 - d_3)/2 ~ N(0, gamma/2) independent, G_1 strictly decreases in
+# p (both differences grow), so P(G_1 <= g) = E_q[P(p >= p*(q))] = E_q[Phi(-p*(q)/sigma_p)], p* the root of
+# G_1(p + q, p - q) = g; symmetric in q. The density: E_q[phi(p*/sigma_p)/sigma_p / |dG_1/dp|(p*)].
+LAW_GAMMA_MAX = 1e305     # above: NumericalError (law)
+ROOT_STEPS = 80           # bisection steps in p (then Newton in probit space)
+
+
+def _probit_fraction(d2, q):
+    """(probit(G_1), dG_1/dp, log G_1, log(1 - G_1)) at d = (d2, d2 - 2q) (p = d2 - q: the larger difference is the
+    unknown, so q >> 1 loses nothing to p + q cancelling): probit from the accurate tail."""
+    d3 = d2 - 2 * q
+    lg, lq = log_fraction(d2, d3)
+    x = np.where(lg < math.log(0.5), special.ndtri(np.exp(lg)), -special.ndtri(np.exp(lq)))
+    a, b = -d2 / _SQ2, -d3 / _SQ2
+    dens = np.exp(-a * a / 2) * special.ndtr((b - a / 2) / _R_HALF) + np.exp(-b * b / 2) * special.ndtr(
+        (a - b / 2) / _R_HALF)
+    return x, -dens / (_SQ2 * math.sqrt(2 * math.pi)), lg, lq
+
+
+def root_d2(g, q):
+    """d2* = p* + q (q >= 0) with G_1(d2*, d2* - 2q) = g, arrays broadcast; bisection on the monotone probit(G_1) in
+    [-80 - 4|t|, 80 + 4|t|] (t = probit(g); G_1 <= Phi(-d2/sqrt 2) and >= Phi_2 at d3 = d2 bound it there), then two
+    Newton steps (probit(G_1) is smooth and nearly linear)."""
+    g, q = np.broadcast_arrays(np.asarray(g, float), np.asarray(q, float))
+    t = special.ndtri(g)
+    lo = np.full(g.shape, -80.0) - 4 * np.abs(t)
+    hi = np.full(g.shape, 80.0) + 4 * np.abs(t)
+    for _ in range(ROOT_STEPS):
+        mid = (lo + hi) / 2
+        above = _probit_fraction(mid, q)[0] > t          # G too large: p* is further right
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    p = (lo + hi) / 2
+    for _ in range(2):
+        x, dg = _probit_fraction(p, q)[:2]      # p: here the unknown d2
+        slope = dg / (np.exp(-x * x / 2) / math.sqrt(2 * math.pi))
+        step = np.where(slope < 0, (x - t) / slope, 0.0)
+        p = np.clip(p - step, lo - (hi - lo), hi + (hi - lo))
+    return p
+
+
+def law(g, gamma: float) -> tuple:
+    """(P(G_1 <= g), P(G_1 > g), density) at C = 3 for an array g in (0, 1), 0 < gamma < inf: the 1-d integral over
+    q >= 0 (weight 2 phi(q/sigma_q)/sigma_q) on panels from q = 0 (width <= min(1, sigma)/2 while |q| <= CAP_ZONE,
+    doubling beyond), out to where every log-integrand is LOG_DROP below its peak; each side of the law from its
+    own log-integrand, so both tails keep their relative precision."""
+    g = np.atleast_1d(np.asarray(g, float))
+    if gamma < GAMMA_TINY:      # G_1 = 1/3 + a_3 (2 u_1 - u_2 - u_3) + O(gamma): normal, sd sqrt(6 gamma) a_3
+        sd = math.sqrt(6 * gamma) / (4 * math.sqrt(math.pi))           # a_3 = 1/(4 sqrt(pi))
+        z = np.array([float(Fraction(x) - Fraction(1, 3)) for x in g]) / sd
+        return special.ndtr(z), special.ndtr(-z), np.exp(-z * z / 2) / (sd * math.sqrt(2 * math.pi))
+    if gamma > LAW_GAMMA_MAX:
+        raise NumericalError(f"multiclass.cdf/pdf: C = 3 at gamma = {gamma:g} > {LAW_GAMMA_MAX:g}: the density's scale "
+                             "overflows the quadrature (the law is within 1e-150 of its gamma = inf atoms there)")
+    sp_, sq = math.sqrt(1.5 * gamma), math.sqrt(0.5 * gamma)
+    cap = min(1.0, sq) / 2
+
+    def logs(q):
+        q = np.asarray(q, float)
+        d2 = root_d2(g[None, :], q[:, None])
+        log_w = math.log(2 / (sq * math.sqrt(2 * math.pi))) - (q[:, None] / sq) ** 2 / 2
+        z = (d2 - q[:, None]) / sp_                                    # p*/sigma_p
+        dg = _probit_fraction(d2, q[:, None])[1]
+        log_pdf = log_w - z * z / 2 - math.log(sp_ * math.sqrt(2 * math.pi)) - np.log(np.maximum(-dg, 1e-300))
+        return log_w + special.log_ndtr(-z), log_w + special.log_ndtr(z), log_pdf
+
+    probe = np.concatenate([[0.0], cap * 2.0 ** np.arange(0, 1000)])
+    probe = probe[probe <= 40 * sq + 60]
+    peaks = np.max(np.stack(logs(probe)), axis=1)                       # [3, n_g]
+
+    def ok(q):
+        return bool(np.any(np.stack(logs(np.array([q])))[:, 0, :] > peaks - LOG_DROP))
+    edges = _panels_from(0.0, cap, ok, sq / 4, lo=0.0, cap=cap)
+    edges = np.unique(edges[edges >= 0])
+    x, wx = gauss_legendre(N_GL)
+    mid, half = (edges[1:] + edges[:-1]) / 2, np.diff(edges) / 2
+    q = (mid[:, None] + half[:, None] * x).ravel()
+    wq = (half[:, None] * wx).ravel()
+    out = []
+    for vals, top in zip(logs(q), peaks):
+        top = np.maximum(top, vals.max(0))
+        out.append(np.exp(top) * (wq @ np.exp(vals - top)))
+    return tuple(out)
