@@ -95,14 +95,16 @@ def moment_excess(rho: float, k: float, r: float | None = None) -> tuple:
         return m, m - base
     tau, w = _tau_rule()
     t, log_phi, g = _gumbel(tau, k)
-    t1, t2 = t[:, None], t[None, :]
-    lq = log_phi[:, None] + log_phi[None, :]
+    i, j = np.triu_indices(t.size)                 # the integrand is symmetric in (t1, t2): the upper triangle,
+    t1, t2 = t[i], t[j]                            # off-diagonal pairs counted twice
+    lq = log_phi[i] + log_phi[j]
     log_c = -0.5 * math.log1p(-rho * rho) - (rho * rho * (t1 * t1 + t2 * t2) - 2 * rho * t1 * t2) / (2 * r * r)
     if rho <= RHO_DREZNER:
-        k_log_ratio = k * np.log1p(_drezner_delta(*np.broadcast_arrays(t1, t2), rho) / np.exp(lq))
+        k_log_ratio = k * np.log1p(_drezner_delta(t1, t2, rho) / np.exp(lq))
     else:
         k_log_ratio = k * (_log_upper_cdf(t1, t2, rho, r) - lq)
-    excess = float(((g[:, None] * g[None, :]) * np.expm1(log_c + k_log_ratio)) @ w @ w)
+    weight = (g * w)[i] * (g * w)[j] * np.where(i == j, 1.0, 2.0)
+    excess = float(weight @ np.expm1(log_c + k_log_ratio))
     return excess + base, excess
 
 
