@@ -263,3 +263,42 @@ def test_cdf_three_classes_vs_mpmath(g, gamma):
     ref = mp_cdf_three(g, gamma)
     got = get("multiclass.cdf").numpy(g=g, gamma=gamma, C=3)
     assert abs(got / float(ref) - 1) <= three.THREE_ERROR, (got, ref)
+
+
+# --- C = 3: the law of the dominant fraction (max_fraction_cdf, D = inf) ------------------------------------------
+@pytest.mark.parametrize("gamma", [1e-6, 0.1, 1.0, 1e3, 1e8])
+def test_max_fraction_cdf_three_classes_self_convergence(gamma):
+    gs = [0.34, 0.4, 0.45, 0.4999, 0.5, 0.6, 0.95, 0.9999]
+    got = [three.max_cdf(g, gamma) for g in gs]
+    saved = three.N_GL, three.LOG_DROP, three.ROOT_STEPS, three._panels_from
+    try:
+        three.N_GL, three.LOG_DROP, three.ROOT_STEPS = 24, 110.0, 100
+        three._panels_from = lambda x0, w, ok, far, lo=-math.inf, cap=None: saved[3](x0, w / 2, ok, far / 2, lo,
+                                                                                       cap / 2 if cap else None)
+        ref = [three.max_cdf(g, gamma) for g in gs]
+    finally:
+        three.N_GL, three.LOG_DROP, three.ROOT_STEPS, three._panels_from = saved
+    for a, b in zip(got, ref):
+        assert abs(a - b) <= three.THREE_ERROR * b, (gamma, a, b)
+
+
+@pytest.mark.parametrize("gamma", [0.1, 1.0, 10.0])
+def test_max_fraction_cdf_three_classes_vs_monte_carlo(gamma):
+    """Against the Monte Carlo max fractions (DKW band at alpha = 1e-6)."""
+    x = fam.max_fraction_samples(gamma, 3)
+    g = np.linspace(0.34, 0.99, 14)
+    F = get("multiclass.max_fraction_cdf").numpy(g=g, gamma=gamma, C=3)
+    band = math.sqrt(math.log(2 / 1e-6) / (2 * x.size))
+    assert np.all(np.abs(F - np.searchsorted(x, g, side="right") / x.size) <= band)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gamma", [0.1, 1.0, 10.0])
+def test_max_fraction_cdf_three_classes_integrates_to_the_exact_mean(gamma):
+    """E max = 1/3 + int_(1/3)^1 (1 - F): the 2-d route of max_fraction against the 1-d route of its law."""
+    t, w = np.polynomial.legendre.leggauss(40)
+    edges = np.array([1 / 3, 0.4, 0.5, 0.6, 0.8, 0.9, 0.97, 0.99, 0.997, 0.999, 1 - 1e-4, 1 - 1e-5, 1.0])  # kink: 1/2
+    mids, halves = (edges[1:] + edges[:-1]) / 2, np.diff(edges) / 2
+    nodes, weights = (mids[:, None] + halves[:, None] * t).ravel(), (halves[:, None] * w).ravel()
+    mean = 1 / 3 + weights @ (1 - get("multiclass.max_fraction_cdf").numpy(g=nodes, gamma=gamma, C=3))
+    assert abs(mean / get("multiclass.max_fraction").numpy(gamma=gamma, C=3) - 1) < 1e-7

@@ -841,6 +841,8 @@ def max_fraction_cdf_numpy(g, gamma, C, D):
         return np.where(gm == 0, gg >= 0.5, np.where(np.isinf(gm), gg >= 1, out))
 
     def sampled(gm, cc, dd, gg):
+        if cc == 3 and math.isinf(dd) and 0 < gm < math.inf:
+            return three.max_cdf(float(gg), gm)     # deterministic (relative THREE_ERROR)
         x = max_fraction_samples(gm, cc, dd)
         return np.searchsorted(x, gg, side="right") / x.size
     return _vector_route(binary, sampled, gamma, C, D, g)
@@ -994,9 +996,10 @@ _LAW_ACC = _stated("C = 3: relative <= 1e-10 (deterministic: a 1-d integral over
                    "Phi(-p*(q)/sigma_p), p* the root in p = (d2 + d3)/2, multiclass_numerics/three.py); C >= 4: "
                    "randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
                    "at 99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
-_VEC_ACC = _stated("Monte Carlo over fraction vectors, absolute error within a few sample SD/sqrt(n) (n = "
-                   "min(4000, 1e5/C)); at D = inf exact where C = 2 (closed forms, the C = 2 entropy by a 1-d "
-                   "quadrature) or gamma in {0, inf}")
+_VEC_ACC = _stated("Monte Carlo over fraction vectors (the empirical CDF of max_c of multinomial(D, G)/D, or of G at "
+                   "D = inf), absolute error within the DKW band of n = min(4000, 1e5/C) draws; at D = inf exact "
+                   "where C = 2 (closed form) or gamma in {0, inf}, and relative <= 1e-10 at C = 3 (1-d integral "
+                   "3 E_q[(Phi(-q/s_p) - Phi(p*/s_p))_+], multiclass_numerics/three.max_cdf)")
 
 
 _EMPTY_ACC = _stated("C >= 4: randomised QMC, ABSOLUTE error <= 5.24 SE + 1e-5 (a small probability is not "

@@ -228,3 +228,55 @@ def law(g, gamma: float) -> tuple:
         top = np.maximum(top, vals.max(0))
         out.append(np.exp(top) * (wq @ np.exp(vals - top)))
     return tuple(out)
+
+
+def _log_ndtr_diff(a, b):
+    """log(Phi(b) - Phi(a)) for a < b, from the tail where both are small (no cancellation)."""
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    lower = special.log_ndtr(b) + np.log(-np.expm1(np.minimum(special.log_ndtr(a) - special.log_ndtr(b), -1e-300)))
+    upper = special.log_ndtr(-a) + np.log(-np.expm1(np.minimum(special.log_ndtr(-b) - special.log_ndtr(-a), -1e-300)))
+    return np.where(b <= 0, lower, np.where(a >= 0, upper, np.log(special.ndtr(b) - special.ndtr(a))))
+
+
+def max_cdf(g: float, gamma: float) -> float:
+    """P(max_c G_c <= g) at C = 3, D = inf: max_c G_c = G of the largest mean, so it is 3 P(G_1 <= g, u_1 largest)
+    = 3 P(p >= p*(q), p < -|q|) = 6 int_0^inf phi_q(q) (Phi(-q/sigma_p) - Phi(p*(q)/sigma_p))_+ dq (u_1 largest: both
+    differences < 0). 0 for g <= 1/3; for 1/3 < g < 1/2 the bracket is positive only below q_k, where
+    G_1(0, -2 q_k) = Phi_2(0, sqrt(2) q_k; 1/2) = g (G_1(0, -2q) increases from 1/3 to 1/2): the integral ends there,
+    on panels <= min(1, sigma_q)/2 (no kink inside a panel)."""
+    if g <= 1 / 3:
+        return 0.0
+    if g >= 1:
+        return 1.0
+    if gamma > LAW_GAMMA_MAX or gamma < GAMMA_TINY:
+        raise NumericalError(f"multiclass.max_fraction_cdf: C = 3 at gamma = {gamma:g} outside [{GAMMA_TINY:g}, "
+                             f"{LAW_GAMMA_MAX:g}] (the law's scale leaves the quadrature's range)")
+    sp_, sq = math.sqrt(1.5 * gamma), math.sqrt(0.5 * gamma)
+    q_end = math.inf
+    if g < 0.5:
+        q_end = optimize.brentq(lambda q: float(np.exp(log_fraction(np.array([0.0]), np.array([-2 * q]))[0][0])) - g,
+                             0.0, 60.0, xtol=1e-15, rtol=1e-15)
+    cap = min(1.0, sq) / 2
+
+    def logs(q):
+        q = np.asarray(q, float)
+        d2 = np.minimum(root_d2(np.full(q.shape, g), q), 0.0)
+        log_w = math.log(6 / (sq * math.sqrt(2 * math.pi))) - (q / sq) ** 2 / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(d2 < 0, log_w + _log_ndtr_diff((d2 - q) / sp_, -q / sp_), -np.inf)
+
+    probe = np.concatenate([[0.0], cap * 2.0 ** np.arange(0, 1000)])
+    probe = probe[probe <= min(40 * sq + 60, q_end)]
+    peak = float(np.max(logs(probe)))
+    if math.isfinite(q_end):
+        edges = np.linspace(0.0, q_end, max(2, math.ceil(q_end / cap)) + 1)
+    else:
+        edges = _panels_from(0.0, cap, lambda q: bool(logs(np.array([q]))[0] > peak - LOG_DROP), sq / 4, lo=0.0,
+                             cap=cap)
+        edges = np.unique(edges[edges >= 0])
+    x, wx = gauss_legendre(N_GL)
+    mid, half = (edges[1:] + edges[:-1]) / 2, np.diff(edges) / 2
+    q = (mid[:, None] + half[:, None] * x).ravel()
+    vals = logs(q)
+    top = max(peak, float(vals.max()))
+    return float(min(1.0, math.exp(top) * ((half[:, None] * wx).ravel() @ np.exp(vals - top))))
