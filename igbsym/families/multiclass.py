@@ -545,8 +545,11 @@ def _by_pair(fn, g, gamma, C, side: int | None = None):
     shape, (gm, cc, gg) = _pairs(gamma, C, g)
     out = np.zeros(gg.shape)
     live = (cc >= 3) & (gm > 0) & np.isfinite(gm)
-    for i in np.nonzero(live & (cc == 3))[0]:
-        out[i] = three.law(np.clip(gg[i:i + 1], 1e-300, 1 - 1e-16), float(gm[i]))[side][0]
+    for i in np.nonzero(live & (cc == 3) & (gg > 0) & (gg < 1))[0]:
+        if side == 0 and gm[i] > three.LAW_GAMMA_MAX:
+            out[i] = 2 / 3       # the interior mass is O(gamma^-1/2) < 1e-152: the gamma = inf value to double precision
+        else:
+            out[i] = three.law(np.clip(gg[i:i + 1], 1e-300, 1 - 1e-16), float(gm[i]))[side][0]
     live &= cc >= 4
     for c in np.unique(cc[live]):
         at_c = live & (cc == c)
