@@ -190,6 +190,37 @@ def _dominant(d: Derivation):
         d.step(f"gamma = {gm}: quadrature {got:.6f}, Monte Carlo {x.mean():.6f} +- {se:.1e} (n = {x.size}).")
 
 
+def _three_classes(d: Derivation):
+    """C = 3: the law of one fraction as a 1-d integral (multiclass_numerics/three.py)."""
+    d2, d3 = sp.symbols("d_2 d_3", real=True)
+    d.step("C = 3, exactly. G_1 depends on the differences d_j = u_j - u_1 only: G_1 = int phi(z) Phi(z - d_2) "
+           "Phi(z - d_3) dz = Phi_2(-d_2/sqrt 2, -d_3/sqrt 2; 1/2), with (d_2, d_3) ~ N(0, gamma [[2, 1], [1, 2]]). "
+           "Put p = (d_2 + d_3)/2, q = (d_2 - d_3)/2:")
+    cov = sp.Matrix([[2, 1], [1, 2]]) * gamma
+    A = sp.Matrix([[sp.Rational(1, 2), sp.Rational(1, 2)], [sp.Rational(1, 2), -sp.Rational(1, 2)]])
+    pq = sp.simplify(A * cov * A.T)
+    require(pq[0, 1] == 0 and pq[0, 0] == 3 * gamma / 2 and pq[1, 1] == gamma / 2, f"Cov(p, q) = {pq}")
+    d.step("", sp.Eq(sp.Symbol("Cov(p, q)"), pq))
+    d.step("so p ~ N(0, 3 gamma/2) and q ~ N(0, gamma/2) are independent. Each factor Phi(z - d_j) decreases in d_j, "
+           "so G_1 strictly decreases in p at fixed q, and P(G_1 <= g) = E_q[P(p >= p*(q))] = "
+           "E_q[Phi(-p*(q)/sigma_p)], p* the root of G_1 = g: a 1-d integral (Rao-Blackwellised over p), whose "
+           "g-derivative is the density. p_empty = E[(1 - G_1)^D] and the entropy 3 E[-G_1 log G_1] are 2-d "
+           "integrals over (d_2, d_3), done in log space around their peak; max_c G_c <= g is G_1 <= g with "
+           "d_2, d_3 < 0 (u_1 largest), i.e. p* <= p < -|q|, times 3.")
+    F = igbsym.get("multiclass.cdf").numpy(g=np.array([0.2, 0.5]), gamma=1.0, C=3)
+    x, w = np.polynomial.hermite_e.hermegauss(60)
+    w = w / w.sum()
+    u1, u2, u3 = np.meshgrid(x, x, x, indexing="ij")
+    G = fam.bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
+    mean_check = float(np.einsum("i,j,k,ijk->", w, w, w, G))
+    require(abs(mean_check - 1 / 3) < 1e-12, "E G_1 = 1/3 by the 3-d Gauss-Hermite rule")
+    p_e = float(igbsym.get("multiclass.p_empty").numpy(gamma=1.0, C=3, D=1))
+    require(abs(p_e - 2 / 3) < 1e-12, f"p_empty(D = 1) = E[1 - G_1] = 2/3: {p_e}")
+    d.step(f"Checks: the 1-d route gives P(G_1 <= 0.2) = {F[0]:.10f}, P(G_1 <= 0.5) = {F[1]:.10f} at gamma = 1 "
+           f"(tests: mpmath reference to 1e-10); the 2-d route gives p_empty(D = 1) = E[1 - G_1] = {p_e:.15f} "
+           "(exactly 2/3).")
+
+
 def _binned(d: Derivation):
     """The binned product over the other means in the law tables (multiclass.binned_log_cdf_of_max)."""
     d.step(f"Law tables, C >= {fam.BINNED_FROM}: log H(w) = sum_j f(w - u_j), f = log Phi, with the other means in "
@@ -262,6 +293,7 @@ def derive() -> Derivation:
     _variance(d)
     _empty(d)
     _vectors(d)
+    _three_classes(d)
     _binned(d)
     _paper(d)
     return d
