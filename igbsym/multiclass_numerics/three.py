@@ -150,7 +150,7 @@ def entropy(gamma: float) -> float:
 # p (both differences grow), so P(G_1 <= g) = E_q[P(p >= p*(q))] = E_q[Phi(-p*(q)/sigma_p)], p* the root of
 # G_1(p + q, p - q) = g; symmetric in q. The density: E_q[phi(p*/sigma_p)/sigma_p / |dG_1/dp|(p*)].
 LAW_GAMMA_MAX = 1e305     # above: NumericalError (law)
-ROOT_STEPS = 80           # bisection steps in p (then Newton in probit space)
+ROOT_STEPS = 48           # bisection steps in p (then Newton in probit space)
 
 
 def _probit_fraction(d2, q):
@@ -166,8 +166,8 @@ def _probit_fraction(d2, q):
 
 
 def root_d2(g, q):
-    """d2* = p* + q (q >= 0) with G_1(d2*, d2* - 2q) = g, arrays broadcast; bisection on the monotone probit(G_1) in
-    [-80 - 4|t|, 80 + 4|t|] (t = probit(g); G_1 <= Phi(-d2/sqrt 2) and >= Phi_2 at d3 = d2 bound it there), then two
+    """d2* = p* + q (q >= 0) with G_1(d2*, d2* - 2q) = g, arrays broadcast; ROOT_STEPS bisections of probit(G_1) in
+    [-80 - 4|t|, 80 + 4|t|] (t = probit(g); G_1 <= Phi(-d2/sqrt 2) and >= Phi_2 at d3 = d2 bound it there), then three
     Newton steps (probit(G_1) is smooth and nearly linear)."""
     g, q = np.broadcast_arrays(np.asarray(g, float), np.asarray(q, float))
     t = special.ndtri(g)
@@ -178,7 +178,7 @@ def root_d2(g, q):
         above = _probit_fraction(mid, q)[0] > t          # G too large: p* is further right
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     p = (lo + hi) / 2
-    for _ in range(2):
+    for _ in range(3):
         x, dg = _probit_fraction(p, q)[:2]      # p: here the unknown d2
         slope = dg / (np.exp(-x * x / 2) / math.sqrt(2 * math.pi))
         step = np.where(slope < 0, (x - t) / slope, 0.0)
