@@ -11,6 +11,14 @@ one ``form.numpy`` call per form over all points (input validation included), ta
 - with --compare, the same cdf call with the exact product over the other means (the route before the binning;
   C < BINNED_FROM always uses it) in the same run, and the largest difference of the two;
 - the cost of one cdf batch vs C (40 gammas at one C) up to C = 10^4, per point.
+- issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one rule per point),
+  multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
+  cdf / pdf (1-d integral, 1e-10 relative), p_empty (rare events included) and entropy (2-d log-space quadrature),
+  each as a ratio to the route it replaced. OLD: the replaced routes' times, measured at the start of the issue-27
+  work on this machine (commit 5cd1c49, load ~1): var 1.77 s for the 1000-point grid (shared Phi_2 tables, 5e-9
+  absolute); max_fraction 0.77 s per point at (gamma, C) = (10, 100) (Monte Carlo, 2.9 % off); cdf 0.19 s at
+  C = 3 (first call, QMC, absolute 0.03), 0.10 s at C = 1e4; p_empty 0.008 s at (0.1, 3, 1000) (cached QMC
+  tables: 2.1e-4 for 1.1e-13). Times are wall clock on a shared machine: the ratios are indicative.
 Run: python bench/bench_multiclass.py [--gammas 40 --classes 25 --compare]. BLAS runs at 1 thread unless
 OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise (on the loaded shared 2-core machine a 2-thread BLAS stalls the
 many mid-sized products up to 100x). Times are wall clock on whatever the machine is doing: compare within one run.
@@ -27,6 +35,9 @@ import numpy as np  # noqa: E402
 
 import igbsym  # noqa: E402
 from igbsym.families import multiclass as fam  # noqa: E402
+
+
+OLD = {"var_grid": 1.77, "max_point": 0.77, "cdf3": 0.19, "cdf1e4": 0.10, "p_empty3": 0.008}   # see the docstring
 
 
 def timed(fn):
@@ -69,7 +80,18 @@ def main():
           f"= {n} points; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, BLAS threads "
           f"{os.environ['OPENBLAS_NUM_THREADS']}")
     t, _ = timed(lambda: igbsym.get("multiclass.var").numpy(gamma=G, C=C))
-    print(f"multiclass.var  {n} points: {t:.2f} s ({1e3 * t / n:.2f} ms/point)")
+    print(f"multiclass.var  {n} points: {t:.2f} s ({1e3 * t / n:.2f} ms/point); old route {OLD['var_grid']:.2f} s: "
+          f"{t / OLD['var_grid']:.1f}x the time at 1e-12 relative instead of 5e-9 absolute")
+    t, _ = timed(lambda: igbsym.get("multiclass.max_fraction").numpy(gamma=G, C=C))
+    print(f"multiclass.max_fraction (D = inf) {n} points: {t:.2f} s ({1e3 * t / n:.2f} ms/point); old Monte Carlo "
+          f"{OLD['max_point']:.2f} s per point: {OLD['max_point'] * n / t:.0f}x faster per point")
+    for name, kw, old in (("cdf", dict(g=1 / 6, gamma=3.0, C=3), OLD["cdf3"]),
+                          ("pdf", dict(g=1 / 6, gamma=3.0, C=3), OLD["cdf3"]),
+                          ("p_empty", dict(gamma=0.1, C=3, D=1000), OLD["p_empty3"]),
+                          ("entropy", dict(gamma=1.0, C=3), None)):
+        t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
+        print(f"multiclass.{name} {kw}: {float(v):.12g} in {t:.3f} s" + (f" ({t / old:.1f}x the old route)" if old
+                                                                          else ""))
     t_new, F = cdf_grid(G, C, exact=False)
     print(f"multiclass.cdf  {n} points at g = 1/C: {t_new:.2f} s ({1e3 * t_new / n:.1f} ms/point; binned products "
           f"for C >= {fam.BINNED_FROM})")

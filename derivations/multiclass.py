@@ -15,6 +15,7 @@ import sympy as sp
 import igbsym
 from igbsym.families import multiclass as fam
 from igbsym.functions import Phi
+from igbsym.multiclass_numerics.power import moment_excess
 
 from .base import Derivation, DerivationError, Proof, require
 
@@ -86,8 +87,13 @@ def _variance(d: Derivation):
     rho_def = gamma / (1 + gamma)
     assert sp.simplify(rho_def.subs(gamma, rho / (1 - rho)) - rho) == 0
     pts = [dict(gamma=gm, C=2) for gm in (1e-3, 0.1, 1.0, 10.0, 1e3)]
-    _route_check(d, "multiclass.var", pts, lambda gamma, C: math.asin(gamma / (1 + gamma)) / (2 * math.pi), 5e-9,
-                 "C = 2 equals asin(gamma/(1+gamma))/(2 pi), the igb variance")
+    _route_check(d, "multiclass.var", pts, lambda gamma, C: math.asin(gamma / (1 + gamma)) / (2 * math.pi), 1e-12,
+                 "C = 2 equals asin(gamma/(1+gamma))/(2 pi), the igb variance", relative=True)
+    worst = max(abs(moment_excess(gm / (1 + gm), 1)[1] / (math.asin(gm / (1 + gm)) / (2 * math.pi)) - 1)
+                for gm in (1e-3, 0.1, 1.0, 10.0, 1e3))
+    require(worst <= 1e-12, f"moment_excess at k = 1 vs asin(rho)/(2 pi): {worst:.1e}")
+    d.step(f"The C >= 3 route (multiclass_numerics.power.moment_excess, the excess over 1/C^2 formed pointwise) at "
+           f"k = C - 1 = 1 reproduces asin(rho)/(2 pi) to {worst:.0e} relative (gamma in [1e-3, 1e3]).")
     d.step("Small gamma: G_c = 1/C + a_C sum_{c'} (u_c - u_c') + O(gamma), a_C = int phi^2 Phi^(C-2), so "
            "Var = gamma C (C-1) a_C^2 + O(gamma^2); C = 3: a_3 = 1/(4 sqrt(pi)) (by Phi(z) + Phi(-z) = 1):")
     a3 = sp.simplify(sp.integrate(phi**2, (z, -sp.oo, sp.oo)) / 2)
@@ -130,6 +136,7 @@ def _vectors(d: Derivation):
     if sp.simplify(deriv - sp.diff(target, a)) != 0 or target.subs(a, 0) != sp.S.Half:
         raise DerivationError(f"E max at C = 2: derivative {deriv} != {sp.diff(target, a)}")
     d.step("", sp.Eq(sp.Symbol("E\\max(G,1-G)"), target.subs(a, sp.sqrt(gamma))))
+    _dominant(d)
     n = fam.vector_samples(1.0, 2).shape[0]
     for name, ref, sd in (("multiclass.max_fraction", fam.binary_max_mp, 0.25),
                           ("multiclass.entropy", fam.binary_entropy_mp, 0.3)):
@@ -141,6 +148,77 @@ def _vectors(d: Derivation):
     _route_check(d, "multiclass.max_fraction_cdf", [dict(g=x, gamma=1.0, C=2) for x in (0.6, 0.75, 0.9)],
                  lambda g, gamma, C: 2 * float(igbsym.get("igb.cdf").numpy(g=g, gamma=gamma)) - 1, eps,
                  "C = 2: P(max <= g) = 2 F_igb(g) - 1, within the DKW band at alpha = 5.7e-7")
+
+
+def _dominant(d: Derivation):
+    """E[max_c G_c] = C E[Phi_2(X, Y; r)^(C-1)], r = sqrt(gamma/(1+gamma)) (multiclass.max_fraction at D = inf)."""
+    d.step("Dominant class at D = inf, exactly. Each factor Phi(z + u_c - u_j) of G_c increases in u_c, so G_c "
+           "increases in u_c and the largest fraction is the fraction of the class with the largest mean: "
+           "max_c G_c = G_(c*), c* = argmax_c u_c. Hence E max_c G_c = E G_(c*) = P(argmax(u + eps) = argmax u) for "
+           "one data point eps, = C P(argmax u = 1, argmax(u + eps) = 1) by exchangeability. With "
+           "X_j = u_j/sqrt(gamma) "
+           "and Y_j = (u_j + eps_j)/sqrt(1 + gamma), the pairs (X_j, Y_j) are i.i.d. standard bivariate normal with "
+           "correlation r = gamma/sqrt(gamma (1 + gamma)) = sqrt(gamma/(1 + gamma)); conditioning on (X_1, Y_1), the "
+           "other C - 1 pairs lie below it with probability Phi_2(X_1, Y_1; r) each:")
+    d.step("", sp.Eq(sp.Symbol("E\\max_c G_c"), C * sp.Function("E")(sp.Function("Phi_2")(
+        sp.Symbol("X"), sp.Symbol("Y"), sp.sqrt(gamma / (1 + gamma))) ** (C - 1))))
+    r = sp.sqrt(gamma / (1 + gamma))
+    require(sp.simplify(sp.sin(sp.atan(sp.sqrt(gamma))) - r) == 0, "asin(sqrt(gamma/(1+gamma))) = atan(sqrt(gamma))")
+    closed = 2 * (sp.Rational(1, 4) + sp.asin(r) / (2 * sp.pi))
+    d.step("C = 2: 2 (1/4 + asin(r)/(2 pi)) (Sheppard's orthant probability) = 1/2 + asin(r)/pi, and "
+           "asin(sqrt(gamma/(1+gamma))) = atan(sqrt(gamma)) (SymPy: sin(atan(sqrt(gamma))) = r), so",
+           sp.Eq(sp.Symbol("E\\max(G,1-G)"), sp.S.Half + sp.atan(sp.sqrt(gamma)) / sp.pi))
+    worst = 0.0
+    with mpmath.workdps(30):
+        for gm in ("0.001", "0.3", "1", "7", "1000"):
+            G = mpmath.mpf(gm)
+            rr = mpmath.sqrt(G / (1 + G))
+            orthant = 2 * (mpmath.mpf(1) / 4 + mpmath.asin(rr) / (2 * mpmath.pi))
+            worst = max(worst, abs(orthant - (mpmath.mpf(1) / 2 + mpmath.atan(mpmath.sqrt(G)) / mpmath.pi)),
+                        abs(mpmath.mpf(str(sp.N(closed.subs(gamma, sp.Rational(gm)), 30))) - orthant))
+            num = 2 * moment_excess(float(rr), 1, 1 / math.sqrt(1 + float(G)))[0]
+            require(abs(num / float(orthant) - 1) <= 1e-12, f"C E[Phi_2^(C-1)] route at C = 2, gamma = {gm}")
+    require(worst < 1e-28, f"C = 2 dominant class closed form (mpmath, 30 digits): {worst}")
+    d.step(f"Checked in mpmath at 30 digits (gamma in 1e-3..1e3: {float(worst):.0e}), and the quadrature of "
+           "C E[Phi_2^(C-1)] at C = 2 reproduces it to 1e-12 relative. C = 3: the route against Monte Carlo over exact "
+           "fraction vectors (the definition max_c G_c):")
+    for gm in (0.3, 3.0):
+        x = fam.max_fraction_samples(gm, 3)
+        got = float(igbsym.get("multiclass.max_fraction").numpy(gamma=gm, C=3))
+        se = float(x.std(ddof=1)) / math.sqrt(x.size)
+        require(abs(got - x.mean()) <= 5 * se, f"max_fraction C = 3 vs Monte Carlo at gamma = {gm}")
+        d.step(f"gamma = {gm}: quadrature {got:.6f}, Monte Carlo {x.mean():.6f} +- {se:.1e} (n = {x.size}).")
+
+
+def _three_classes(d: Derivation):
+    """C = 3: the law of one fraction as a 1-d integral (multiclass_numerics/three.py)."""
+    d2, d3 = sp.symbols("d_2 d_3", real=True)
+    d.step("C = 3, exactly. G_1 depends on the differences d_j = u_j - u_1 only: G_1 = int phi(z) Phi(z - d_2) "
+           "Phi(z - d_3) dz = Phi_2(-d_2/sqrt 2, -d_3/sqrt 2; 1/2), with (d_2, d_3) ~ N(0, gamma [[2, 1], [1, 2]]). "
+           "Put p = (d_2 + d_3)/2, q = (d_2 - d_3)/2:")
+    cov = sp.Matrix([[2, 1], [1, 2]]) * gamma
+    A = sp.Matrix([[sp.Rational(1, 2), sp.Rational(1, 2)], [sp.Rational(1, 2), -sp.Rational(1, 2)]])
+    pq = sp.simplify(A * cov * A.T)
+    require(pq[0, 1] == 0 and pq[0, 0] == 3 * gamma / 2 and pq[1, 1] == gamma / 2, f"Cov(p, q) = {pq}")
+    d.step("", sp.Eq(sp.Symbol("Cov(p, q)"), pq))
+    d.step("so p ~ N(0, 3 gamma/2) and q ~ N(0, gamma/2) are independent. Each factor Phi(z - d_j) decreases in d_j, "
+           "so G_1 strictly decreases in p at fixed q, and P(G_1 <= g) = E_q[P(p >= p*(q))] = "
+           "E_q[Phi(-p*(q)/sigma_p)], p* the root of G_1 = g: a 1-d integral (Rao-Blackwellised over p), whose "
+           "g-derivative is the density. p_empty = E[(1 - G_1)^D] and the entropy 3 E[-G_1 log G_1] are 2-d "
+           "integrals over (d_2, d_3), done in log space around their peak; max_c G_c <= g is G_1 <= g with "
+           "d_2, d_3 < 0 (u_1 largest), i.e. p* <= p < -|q|, times 3.")
+    F = igbsym.get("multiclass.cdf").numpy(g=np.array([0.2, 0.5]), gamma=1.0, C=3)
+    x, w = np.polynomial.hermite_e.hermegauss(60)
+    w = w / w.sum()
+    u1, u2, u3 = np.meshgrid(x, x, x, indexing="ij")
+    G = fam.bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
+    mean_check = float(np.einsum("i,j,k,ijk->", w, w, w, G))
+    require(abs(mean_check - 1 / 3) < 1e-12, "E G_1 = 1/3 by the 3-d Gauss-Hermite rule")
+    p_e = float(igbsym.get("multiclass.p_empty").numpy(gamma=1.0, C=3, D=1))
+    require(abs(p_e - 2 / 3) < 1e-12, f"p_empty(D = 1) = E[1 - G_1] = 2/3: {p_e}")
+    d.step(f"Checks: the 1-d route gives P(G_1 <= 0.2) = {F[0]:.10f}, P(G_1 <= 0.5) = {F[1]:.10f} at gamma = 1 "
+           f"(tests: mpmath reference to 1e-10); the 2-d route gives p_empty(D = 1) = E[1 - G_1] = {p_e:.15f} "
+           "(exactly 2/3).")
 
 
 def _binned(d: Derivation):
@@ -215,6 +293,7 @@ def derive() -> Derivation:
     _variance(d)
     _empty(d)
     _vectors(d)
+    _three_classes(d)
     _binned(d)
     _paper(d)
     return d

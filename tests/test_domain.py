@@ -186,7 +186,6 @@ def _first(value):
 # (the exact 2-d quadrature of the law, a 3-d Gauss-Hermite rule for Var) within the stated bound.
 NOT_RELATIVE = "NOT a relative bound"
 ABSOLUTE_BOUNDS = {   # form -> (absolute bound as stated in its accuracy reason, where it holds)
-    "multiclass.var": (5e-9, lambda pt: True),
     "multiclass.paper_approx": (1e-9, lambda pt: pt["gamma"] >= 0.1),
 }
 GUARANTEED = ("multiclass.cdf", "multiclass.pdf", "multiclass.p_empty", "multiclass.n_empty", "multiclass.var",
@@ -220,6 +219,7 @@ def guarantee_failure(form, point: dict, value) -> str:
             from test_multiclass_reference import exact_cdf_three_classes
             ref = float(exact_cdf_three_classes(np.array([point["g"]]), gamma)[0])
             b = float(fam.law_bound(np.array([point["g"]]), gamma, 3)[0])
+            b += 5e-6 if gamma <= 30 else 2e-4              # the reference's own convergence (its docstring)
             if abs(v - ref) > b:
                 return f"|{v!r} - exact C = 3 quadrature {ref!r}| > stated bound {b:.3g}"
     if name == "multiclass.n_empty":                     # documented as C times multiclass.p_empty
@@ -236,9 +236,9 @@ def guarantee_failure(form, point: dict, value) -> str:
             u, u1, u2 = np.meshgrid(s * x, s * x, s * x, indexing="ij")
             G = fam.bvn_cdf((u - u1) / math.sqrt(2), (u - u2) / math.sqrt(2), 0.5)
             refs.append(float(np.einsum("i,j,k,ijk->", w, w, w, G * G)) - 1 / 9)
-        if abs(refs[0] - refs[1]) > 1e-10 or abs(v - refs[1]) > ABSOLUTE_BOUNDS[name][0] + 1e-10:
-            return f"|{v!r} - 3-d Gauss-Hermite {refs[1]!r}| > stated bound 5e-9 (rule converged to " \
-                   f"{abs(refs[0] - refs[1]):.2g})"
+        if abs(refs[0] - refs[1]) > 1e-10 or abs(v - refs[1]) > form.accuracy.relative * v + 1e-10:
+            return f"|{v!r} - 3-d Gauss-Hermite {refs[1]!r}| > stated bound {form.accuracy.relative:g} relative " \
+                   f"(rule converged to {abs(refs[0] - refs[1]):.2g})"
     return ""
 
 
@@ -315,7 +315,7 @@ def _check_point(form, case: dict, point: dict, other: dict | None) -> Outcome:
     try:
         ref_low, ref_high = (form.mp(dps, **case, **point) for dps in REF_DPS)
     except NumericalError as e:
-        if value is not None and form.name in GUARANTEED and form.accuracy.reason.startswith(NOT_RELATIVE):
+        if value is not None and form.name in GUARANTEED:   # relative or not: no fast mp route at C >= 3
             failure = guarantee_failure(form, point, value)   # no mp reference: the documented guarantees
             return Outcome("guarantee-failed", math.inf, failure) if failure else Outcome("ok")
         return Outcome("numerical-error" if value is None else "mp-numerical-error", 0.0 if value is None else
@@ -405,7 +405,7 @@ def test_statistical_forms_are_checked_at_their_stated_bounds():
     absolute bound its reason states (ABSOLUTE_BOUNDS: the number must appear in the reason) or has documented
     guarantees checked where it has no mp reference (GUARANTEED); and a wrong value fails them."""
     stated = {f.name for f in igbsym.forms() if f.accuracy.reason.startswith(NOT_RELATIVE)}
-    assert stated == set(ABSOLUTE_BOUNDS) | set(GUARANTEED)
+    assert set(ABSOLUTE_BOUNDS) <= stated <= set(ABSOLUTE_BOUNDS) | set(GUARANTEED)   # GUARANTEED may be relative
     for name, (bound, _) in ABSOLUTE_BOUNDS.items():
         assert f"{bound:.0e}".replace("e-0", "e-") in igbsym.get(name).accuracy.reason, name   # "5e-9"
     cdf, point = igbsym.get("multiclass.cdf"), {"g": 0.3, "gamma": 1.0, "C": 3}
@@ -414,7 +414,7 @@ def test_statistical_forms_are_checked_at_their_stated_bounds():
     assert "range" in guarantee_failure(cdf, point, 1.5)
     var = igbsym.get("multiclass.var")
     assert guarantee_failure(var, {"gamma": 0.5, "C": 3}, var.numpy(gamma=0.5, C=3)) == ""
-    assert "Gauss-Hermite" in guarantee_failure(var, {"gamma": 0.5, "C": 3}, var.numpy(gamma=0.5, C=3) + 1e-8)
+    assert "Gauss-Hermite" in guarantee_failure(var, {"gamma": 0.5, "C": 3}, var.numpy(gamma=0.5, C=3) + 2e-10)
 
 
 def test_show_and_list_state_every_forms_accuracy_and_domain(capsys):

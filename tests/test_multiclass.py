@@ -349,7 +349,8 @@ def _top_fraction_by_quadrature(u: np.ndarray) -> float:
 
 
 def test_max_fraction_at_the_largest_c_matches_quadrature_of_the_defining_integral():
-    """E max_c G_c at C = C_MAX (the form: n = 10 vectors by the trapezoid route) against an independent Monte Carlo
+    """E max_c G_c at C = C_MAX: the form (exact 2-d route) and the trapezoid vectors (n = 10) against an independent
+    Monte Carlo
     (40 other vectors, another generator) whose max fraction is adaptive quadrature of the defining integral:
     |difference| <= t x SE (Welch; t at two-sided 1e-6 for the Welch degrees of freedom)."""
     from scipy import stats as sstats
@@ -360,9 +361,10 @@ def test_max_fraction_at_the_largest_c_matches_quadrature_of_the_defining_integr
     v1, v2 = form_x.var(ddof=1) / form_x.size, ref_x.var(ddof=1) / ref_x.size
     dof = (v1 + v2) ** 2 / (v1**2 / (form_x.size - 1) + v2**2 / (ref_x.size - 1))
     allowance = float(sstats.t.ppf(1 - 5e-7, dof)) * math.sqrt(v1 + v2)
-    value = float(get("multiclass.max_fraction").numpy(gamma=gamma, C=C))
-    assert value == form_x.mean()
-    assert abs(value - ref_x.mean()) <= allowance, (value, ref_x.mean(), allowance)
+    assert abs(form_x.mean() - ref_x.mean()) <= allowance, (form_x.mean(), ref_x.mean(), allowance)
+    value = float(get("multiclass.max_fraction").numpy(gamma=gamma, C=C))   # the exact 2-d route (D = inf)
+    t_ref = float(sstats.t.ppf(1 - 5e-7, ref_x.size - 1))
+    assert abs(value - ref_x.mean()) <= t_ref * math.sqrt(v2), (value, ref_x.mean(), v2)
 
 
 @given(gamma=st.floats(1e-300, 1e300), g=st.floats(0.0, 1.0))
@@ -406,9 +408,9 @@ def test_p_empty_mpmath_reference_is_exact_where_the_value_is_known(gamma, D):
 
 @pytest.mark.parametrize("g,gamma", [(1e-30, 1.0), (1e-200, 4.0), (0.3, 1e-4), (0.999, 1e300)])
 def test_paper_approx_mpmath_reference_at_two_classes_is_the_igb_law(g, gamma):
-    """At C = 2 the paper's construction is the igb law exactly: P(G <= g) = Phi(Phi^-1(g)/sqrt(gamma)) (g at gamma = 1).
-    The old reference (mpmath.quad over fixed panels, absolute tolerance) gave 4.00000004e-30 for 4e-30 at C = 5 and
-    lost every digit of values below ~1e-30."""
+    """At C = 2 the paper's construction is the igb law exactly: P(G <= g) = Phi(Phi^-1(g)/sqrt(gamma)) (g at gamma =
+    1). The old reference (mpmath.quad over fixed panels, absolute tolerance) gave 4.00000004e-30 for 4e-30 at C = 5
+    and lost every digit of values below ~1e-30."""
     for dps in (30, 50):
         with mpmath.workdps(dps + 20):
             exact = mpmath.ncdf(mp_ncdf_inv(mpmath.mpf(g)) / mpmath.sqrt(mpmath.mpf(gamma)))

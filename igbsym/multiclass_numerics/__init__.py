@@ -1,0 +1,3 @@
+"""Deterministic numerics of the multiclass family (IGB paper App. H): the 2-d reductions of its moments
+(``power``: E[Phi_2^k], the second moment and the dominant-class mean) and the C = 3 law and empty-class
+probabilities (``three``). The family module igbsym/families/multiclass.py registers the forms that use them."""
