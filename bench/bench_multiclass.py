@@ -11,7 +11,8 @@ one ``form.numpy`` call per form over all points (input validation included), ta
 - with --compare, the same cdf call with the exact product over the other means (the route before the binning;
   C < BINNED_FROM always uses it) in the same run, and the largest difference of the two;
 - the cost of one cdf batch vs C (40 gammas at one C) up to C = 10^4, per point.
-- issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one rule per point),
+- issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
+  per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
   cdf / pdf (1-d integral, 1e-10 relative), p_empty (rare events included) and entropy (2-d log-space quadrature),
   each as a ratio to the route it replaced. OLD: the replaced routes' times, measured at the start of the issue-27

@@ -68,7 +68,7 @@ from ..registry import register
 from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
 from ..multiclass_numerics import three
 from ..multiclass_numerics.three import THREE_ERROR
-from ..multiclass_numerics.power import moment_excess
+from ..multiclass_numerics.power import moment_excess_many
 
 IGB = "igb-initial-guessing-bias.txt"
 C_MAX = 10_000
@@ -168,21 +168,37 @@ def _by_gamma_c(fn, gamma, C, *more):
     return vals[inverse.ravel()].reshape(shape)
 
 
-def _var_point(gamma: float, C: int) -> float:
-    """Var G_c = E[Phi_2(T1, T2; rho)^(C-1)] - 1/C^2 (App. H, the second moment; derivations/multiclass.py)."""
+def _by_gamma(fn, gamma, C):
+    """Evaluate fn(float gamma, int array Cs) -> values once per distinct gamma, over its distinct C (array call =
+    scalar call): the C of one gamma share one Phi_2 table (moment_excess_many)."""
+    shape, (gm, cc) = _pairs(gamma, C)
+    out = np.empty(gm.shape)
+    for g in np.unique(gm):
+        at = gm == g
+        cs, inverse = np.unique(cc[at], return_inverse=True)
+        out[at] = np.asarray(fn(float(g), cs.astype(int)), float)[inverse]
+    return out.reshape(shape)
+
+
+def _var_many(gamma: float, Cs: np.ndarray) -> np.ndarray:
+    """Var G_c = E[Phi_2(T1, T2; rho)^(C-1)] - 1/C^2 at every C of Cs (App. H, the second moment;
+    derivations/multiclass.py)."""
     if gamma == 0:
-        return 0.0
+        return np.zeros(Cs.shape)
     if math.isinf(gamma):
-        return (1 - 1 / C) / C                       # one class takes everything: G_c is Bernoulli(1/C)
+        return (1 - 1 / Cs) / Cs                     # one class takes everything: G_c is Bernoulli(1/C)
     rho, r = _correlations(gamma)[:2]
-    if C == 2:                                       # exact: asin(rho)/(2 pi) = atan2(gamma, sqrt(1 + 2 gamma))/(2 pi)
-        return math.atan2(gamma, math.sqrt(2) * math.sqrt(gamma + 0.5)) / (2 * math.pi)
-    return moment_excess(rho, C - 1, r)[1]
+    out = np.full(Cs.shape, math.atan2(gamma, math.sqrt(2) * math.sqrt(gamma + 0.5)) / (2 * math.pi))  # C = 2: exact
+    many = Cs > 2                                    # asin(rho)/(2 pi) = atan2(gamma, sqrt(1 + 2 gamma))/(2 pi)
+    if many.any():
+        out[many] = moment_excess_many(rho, Cs[many] - 1, r)[1]
+    return np.minimum(out, (Cs - 1) / Cs**2)       # Var G_c <= E G_c - (E G_c)^2 (0 <= G_c <= 1): rounding at rho ~ 1
 
 
 def var_numpy(gamma, C):
-    """Var G_c at every (gamma, C): one 2-d quadrature per distinct point (moment_excess; VAR_ERROR)."""
-    return _by_gamma_c(_var_point, gamma, C)
+    """Var G_c at every (gamma, C): one 2-d Phi_2 table per distinct gamma, shared by its C (moment_excess_many;
+    VAR_ERROR)."""
+    return _by_gamma(_var_many, gamma, C)
 
 
 def var_mp(gamma, C):
@@ -822,25 +838,34 @@ def _binary_entropy(gamma):
     return (weight * h) @ _X_W
 
 
-def max_fraction_exact(gamma: float, C: int) -> float:
-    """E[max_c G_c] at D = inf (App. H, the dominant class): max_c G_c = G_(argmax u) (G_c increases in u_c), so
-    E max_c G_c = P(argmax u = argmax(u + eps)) = C E[Phi_2(X, Y; r)^(C-1)], (X, Y) standard bivariate normal with
-    r = sqrt(gamma/(1+gamma)) (derivations/multiclass.py); C = 2: 1/2 + atan(sqrt(gamma))/pi. Relative error
-    <= VAR_REL (moment_excess)."""
+def max_fraction_exact(gamma: float, Cs) -> np.ndarray:
+    """E[max_c G_c] at D = inf at every C of Cs (App. H, the dominant class): max_c G_c = G_(argmax u) (G_c increases
+    in u_c), so E max_c G_c = P(argmax u = argmax(u + eps)) = C E[Phi_2(X, Y; r)^(C-1)], (X, Y) standard bivariate
+    normal with r = sqrt(gamma/(1+gamma)) (derivations/multiclass.py); C = 2: 1/2 + atan(sqrt(gamma))/pi. Relative
+    error <= VAR_REL (moment_excess_many: the C of one gamma share one table)."""
+    Cs = np.atleast_1d(np.asarray(Cs, float))
     if gamma == 0:
-        return 1 / C
+        return 1 / Cs
     if math.isinf(gamma):
-        return 1.0
-    if C == 2:
-        return 0.5 + math.atan(math.sqrt(gamma)) / math.pi
-    _, _, r, r_c = _correlations(gamma)
-    return min(1.0, 1 / C + C * moment_excess(r, C - 1, r_c)[1])
+        return np.ones(Cs.shape)
+    out = np.full(Cs.shape, 0.5 + math.atan(math.sqrt(gamma)) / math.pi)
+    many = Cs > 2
+    if many.any():
+        _, _, r, r_c = _correlations(gamma)
+        out[many] = np.minimum(1.0, 1 / Cs[many] + Cs[many] * moment_excess_many(r, Cs[many] - 1, r_c)[1])
+    return out
 
 
 def max_fraction_numpy(gamma, C, D):
-    return _vector_route(lambda gm: 0.5 + np.arctan(np.sqrt(gm)) / np.pi,
-                         lambda gm, cc, dd: max_fraction_exact(gm, cc) if math.isinf(dd)
-                         else max_fraction_samples(gm, cc, dd).mean(), gamma, C, D)
+    shape, (gm, cc, dd) = _pairs(gamma, C, D)
+    out = np.empty(gm.shape)
+    inf = np.isinf(dd)
+    if inf.any():
+        out[inf] = _by_gamma(max_fraction_exact, gm[inf], cc[inf])
+    if (~inf).any():
+        out[~inf] = _vector_route(lambda gm: gm, lambda gm, cc, dd: max_fraction_samples(gm, cc, dd).mean(), gm[~inf],
+                                  cc[~inf], dd[~inf])
+    return out.reshape(shape)
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
