@@ -463,3 +463,18 @@ def test_paper_approx_array_call_equals_the_scalar_call():
     g, gamma, C = np.array([1.852624677541771e-05, 0.5]), np.array([1.5, 1e-320]), np.array([2, 10000])
     arr = f.numpy(g=g, gamma=gamma, C=C)
     assert list(arr) == [float(f.numpy(g=a, gamma=b, C=c)) for a, b, c in zip(g, gamma, C)]
+
+
+def test_relative_bound_of_the_law_is_implied_by_the_absolute_one_and_infinite_in_the_tails():
+    """law_relative_bound restates law_bound relatively (b/(F_hat - b)); where F_hat <= b it claims nothing (inf).
+    Independent reference: the exact igb law at C = 2 through the same randomised QMC engine (law_se at C = 2)."""
+    g = np.array([0.5 / 10, 1 / 10, 2 / 10])
+    F, b = fam.get_cdf(g, 1.0, 10), fam.law_bound(g, 1.0, 10)
+    rel = fam.law_relative_bound(g, 1.0, 10)
+    assert np.allclose(rel, b / (F - b), rtol=1e-14) and np.all(rel < 0.1)
+    assert np.isinf(fam.law_relative_bound(np.array([1e-9]), 0.01, 10)[0])
+    for gg in (0.1, 0.3, 0.7):              # C = 2: the QMC engine vs the exact igb law, relative to the truth
+        F2, _ = fam.law_se(np.array([gg]), 2.0, 2)
+        exact = float(get("igb.cdf").numpy(g=gg, gamma=2.0))
+        b2 = fam.law_bound(np.array([gg]), 2.0, 2)[0]
+        assert abs(F2[0] / exact - 1) <= b2 / (F2[0] - b2)
