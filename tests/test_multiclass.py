@@ -478,3 +478,17 @@ def test_relative_bound_of_the_law_is_implied_by_the_absolute_one_and_infinite_i
         exact = float(get("igb.cdf").numpy(g=gg, gamma=2.0))
         b2 = fam.law_bound(np.array([gg]), 2.0, 2)[0]
         assert abs(F2[0] / exact - 1) <= b2 / (F2[0] - b2)
+
+
+@pytest.mark.parametrize("gamma,D", [(1.0, 10), (3.0, 100), (0.1, 1000)])
+def test_p_empty_relative_bound_of_the_qmc_route_covers_the_exact_three_class_value(gamma, D):
+    """The randomised QMC engine run at C = 3 (p_empty_replicates) against the deterministic three.p_empty
+    (relative 1e-10, mpmath-tested): the relative bound qmc_relative_bound claims holds, or is inf (rare event)."""
+    reps = fam.p_empty_replicates(gamma, 3, D)
+    rel = fam.qmc_relative_bound(reps)
+    exact = float(get("multiclass.p_empty").numpy(gamma=gamma, C=3, D=D))
+    assert abs(reps.mean() / exact - 1) <= rel
+    if D == 1000:
+        assert math.isinf(rel)                       # 1.1e-13: no digit claimed by the QMC route
+    assert math.isinf(fam.p_empty_relative_bound(0.467, 10, 10_000))
+    assert fam.p_empty_relative_bound(gamma, 3, D) == fam.THREE_ERROR
