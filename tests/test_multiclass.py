@@ -492,3 +492,18 @@ def test_p_empty_relative_bound_of_the_qmc_route_covers_the_exact_three_class_va
         assert math.isinf(rel)                       # 1.1e-13: no digit claimed by the QMC route
     assert math.isinf(fam.p_empty_relative_bound(0.467, 10, 10_000))
     assert fam.p_empty_relative_bound(gamma, 3, D) == fam.THREE_ERROR
+
+
+@pytest.mark.parametrize("gamma,D", [(0.3, 20), (3.0, 20), (1.0, 200)])
+def test_max_fraction_at_finite_d_within_its_stated_se_of_the_exact_two_class_value(gamma, D):
+    """C = 2 at finite D (a sampled route: exact D = inf value + the sampled count-noise difference): against
+    E[max(K, D - K)/D], K | Z ~ Binomial(D, Phi(sqrt(gamma) Z)), by scipy quad over Z (independent). Tolerance 5 SE
+    (a 6e-7 false-failure rate for a fresh seed; the seed is fixed)."""
+    from scipy import integrate, stats
+    k = np.arange(D + 1)
+    m = np.maximum(k, D - k) / D
+    f = lambda z: stats.norm.pdf(z) * stats.binom.pmf(k, D, stats.norm.cdf(math.sqrt(gamma) * z)) @ m  # noqa: E731
+    ref = integrate.quad(f, -12, 12, epsabs=1e-13, limit=400)[0]
+    value, se = fam.max_fraction_se(gamma, 2, D)
+    assert float(get("multiclass.max_fraction").numpy(gamma=gamma, C=2, D=D)) == value
+    assert abs(value - ref) <= 5 * se and se / value < 3e-3, (value, ref, se)   # relative SE 2.1e-3 at D = 20
