@@ -507,3 +507,17 @@ def test_max_fraction_at_finite_d_within_its_stated_se_of_the_exact_two_class_va
     value, se = fam.max_fraction_se(gamma, 2, D)
     assert float(get("multiclass.max_fraction").numpy(gamma=gamma, C=2, D=D)) == value
     assert abs(value - ref) <= 5 * se and se / value < 3e-3, (value, ref, se)   # relative SE 2.1e-3 at D = 20
+
+
+@pytest.mark.parametrize("gamma,D", [(0.3, 20), (3.0, 20), (1.0, 200)])
+def test_entropy_at_finite_d_within_its_stated_se_of_the_exact_two_class_value(gamma, D):
+    """C = 2 at finite D (exact D = inf value + the sampled count-noise difference): against E[h(K/D)],
+    K | Z ~ Binomial(D, Phi(sqrt(gamma) Z)), h the binary entropy, by scipy quad over Z. Tolerance 5 SE (fixed seed)."""
+    from scipy import integrate, special, stats
+    p = np.arange(D + 1) / D
+    h = -(special.xlogy(p, p) + special.xlogy(1 - p, 1 - p))
+    f = lambda z: stats.norm.pdf(z) * stats.binom.pmf(np.arange(D + 1), D, stats.norm.cdf(math.sqrt(gamma) * z)) @ h  # noqa: E731
+    ref = integrate.quad(f, -12, 12, epsabs=1e-13, limit=400)[0]
+    value, se = fam.entropy_se(gamma, 2, D)
+    assert float(get("multiclass.entropy").numpy(gamma=gamma, C=2, D=D)) == value
+    assert abs(value - ref) <= 5 * se, (value, ref, se)

@@ -128,10 +128,8 @@ def _moments(ctx, arch, C, inits, D) -> list:
 
 def _form_mean(name, gamma, C, D):
     """(the form's value, its own Monte Carlo SE from its fixed fraction-vector draws)."""
-    if name == "max_fraction":
-        return fam.max_fraction_se(gamma, C, D)
-    samples = -special.xlogy(p := fam.observed_fractions(fam.vector_samples(gamma, C), D), p).sum(1)
-    return float(get(f"multiclass.{name}").numpy(gamma=gamma, C=C, D=D)), samples.std(ddof=1) / math.sqrt(samples.size)
+    value, se = fam.max_fraction_se(gamma, C, D) if name == "max_fraction" else fam.entropy_se(gamma, C, D)
+    return float(get(f"multiclass.{name}").numpy(gamma=gamma, C=C, D=D)), se
 
 
 def _extrapolated(ctx, name, stat, arch, C, inits, D, label):
