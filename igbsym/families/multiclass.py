@@ -680,6 +680,12 @@ def p_empty_relative_bound(gamma: float, C: int, D: int) -> float:
     return qmc_relative_bound(p_empty_replicates(gamma, int(C), int(D)))
 
 
+def _p_empty_upper(gamma: float, C: int, D: int) -> float:
+    """p_hat + b (C >= 4): a true upper bound of p_empty at the confidence of law_bound, where no digit is resolved."""
+    reps = p_empty_replicates(gamma, int(C), int(D))
+    return min(1.0, float(reps.mean()) + T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET)
+
+
 def qmc_relative_bound(reps: np.ndarray) -> float:
     """b/(p_hat - b) (inf where p_hat <= b) for the per-scramble estimates ``reps`` of a probability,
     b = T_FACTOR x SE + LAW_DET (the absolute bound of law_bound)."""
@@ -1242,6 +1248,8 @@ def multiclass_summary(gamma: float, C: int, D: int = SUMMARY_D) -> dict:
     """What ``igbsym predict --classes C`` prints for an architecture of IGB strength gamma (one line per key).
 
     Keys: classes, gamma, mean_fraction (1/C), sd_fraction, p_empty and expected_empty_classes at dataset size D,
+    p_empty_relative_bound (None where the C >= 4 randomised QMC route resolves no digit) and p_empty_upper (a true
+    upper bound),
     max_fraction (E of the dominant class fraction, population), max_fraction_uniform (1/C, no IGB), entropy
     (E entropy, nats) and entropy_max (log C), paper_approx_mean (the paper's App. H construction: its E G_c)."""
     from ..registry import get
@@ -1258,7 +1266,9 @@ def multiclass_summary(gamma: float, C: int, D: int = SUMMARY_D) -> dict:
         "classes": C, "gamma": gamma, "dataset_size": int(D),
         "mean_fraction": 1 / C,
         "sd_fraction": math.sqrt(float(get("multiclass.var").numpy(gamma=gamma, C=C))),
-        "p_empty": float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D)),
+        "p_empty": (p_empty := float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D))),
+        "p_empty_relative_bound": None if math.isinf(rb := p_empty_relative_bound(gamma, C, D)) else rb,
+        "p_empty_upper": p_empty * (1 + rb) if math.isfinite(rb) else _p_empty_upper(gamma, C, D),
         "expected_empty_classes": float(get("multiclass.n_empty").numpy(gamma=gamma, C=C, D=D)),
         "max_fraction": float(get("multiclass.max_fraction").numpy(gamma=gamma, C=C)),
         "max_fraction_uniform": 1 / C,
