@@ -11,7 +11,8 @@ one ``form.numpy`` call per form over all points (input validation included), ta
 - with --compare, the same cdf call with the exact product over the other means (the route before the binning;
   C < BINNED_FROM always uses it) in the same run, and the largest difference of the two;
 - the cost of one cdf batch vs C (40 gammas at one C) up to C = 10^4, per point.
-- issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one rule per point),
+- issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
+  per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
   cdf / pdf (1-d integral, 1e-10 relative), p_empty (rare events included) and entropy (2-d log-space quadrature),
   each as a ratio to the route it replaced. OLD: the replaced routes' times, measured at the start of the issue-27
@@ -19,6 +20,8 @@ one ``form.numpy`` call per form over all points (input validation included), ta
   absolute); max_fraction 0.77 s per point at (gamma, C) = (10, 100) (Monte Carlo, 2.9 % off); cdf 0.19 s at
   C = 3 (first call, QMC, absolute 0.03), 0.10 s at C = 1e4; p_empty 0.008 s at (0.1, 3, 1000) (cached QMC
   tables: 2.1e-4 for 1.1e-13). Times are wall clock on a shared machine: the ratios are indicative.
+  Measured after the shared-table change (one Phi_2 table per gamma; this bench, load ~3): var 3.9 s for the grid
+  (2.2x the old route, was 15-25 s = 9-14x), max_fraction 3.6 s for the grid.
 Run: python bench/bench_multiclass.py [--gammas 40 --classes 25 --compare]. BLAS runs at 1 thread unless
 OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise (on the loaded shared 2-core machine a 2-thread BLAS stalls the
 many mid-sized products up to 100x). Times are wall clock on whatever the machine is doing: compare within one run.

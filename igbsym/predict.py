@@ -236,12 +236,19 @@ def plot(res: dict, path: str) -> None:
         plt.close(fig)
 
 
+def _p_empty_text(m: dict) -> str:
+    """'= p (relative error <= r)', or '<= upper (not resolved ...)' where the C >= 4 route resolves no digit."""
+    if m.get("p_empty_relative_bound") is None:
+        return f"<= {m['p_empty_upper']:.2g} (not resolved by the randomised QMC route at C >= 4)"
+    return f"= {m['p_empty']:.4g} (relative error <= {m['p_empty_relative_bound']:.1g})"
+
+
 def _multiclass_text(m: dict) -> str:
     return (f"{m['classes']} classes (igbsym show multiclass.var): one class fraction G_c has mean "
             f"{m['mean_fraction']:.4g} and sd {m['sd_fraction']:.4g}; E max_c G_c = {m['max_fraction']:.4g} "
             f"(1/C = {m['max_fraction_uniform']:.4g}"
             f" without IGB); E entropy = {m['entropy']:.4g} nats (max {m['entropy_max']:.4g}); with D = "
-            f"{m['dataset_size']} points P(a class gets none) = {m['p_empty']:.4g}, E empty classes = "
+            f"{m['dataset_size']} points P(a class gets none) {_p_empty_text(m)}, E empty classes = "
             f"{m['expected_empty_classes']:.4g}; the paper's App. H construction gives E G_c = "
             f"{m['paper_approx_mean']:.4g}")
 

@@ -463,3 +463,61 @@ def test_paper_approx_array_call_equals_the_scalar_call():
     g, gamma, C = np.array([1.852624677541771e-05, 0.5]), np.array([1.5, 1e-320]), np.array([2, 10000])
     arr = f.numpy(g=g, gamma=gamma, C=C)
     assert list(arr) == [float(f.numpy(g=a, gamma=b, C=c)) for a, b, c in zip(g, gamma, C)]
+
+
+def test_relative_bound_of_the_law_is_implied_by_the_absolute_one_and_infinite_in_the_tails():
+    """law_relative_bound restates law_bound relatively (b/(F_hat - b)); where F_hat <= b it claims nothing (inf).
+    Independent reference: the exact igb law at C = 2 through the same randomised QMC engine (law_se at C = 2)."""
+    g = np.array([0.5 / 10, 1 / 10, 2 / 10])
+    F, b = fam.get_cdf(g, 1.0, 10), fam.law_bound(g, 1.0, 10)
+    rel = fam.law_relative_bound(g, 1.0, 10)
+    assert np.allclose(rel, b / (F - b), rtol=1e-14) and np.all(rel < 0.1)
+    assert np.isinf(fam.law_relative_bound(np.array([1e-9]), 0.01, 10)[0])
+    for gg in (0.1, 0.3, 0.7):              # C = 2: the QMC engine vs the exact igb law, relative to the truth
+        F2, _ = fam.law_se(np.array([gg]), 2.0, 2)
+        exact = float(get("igb.cdf").numpy(g=gg, gamma=2.0))
+        b2 = fam.law_bound(np.array([gg]), 2.0, 2)[0]
+        assert abs(F2[0] / exact - 1) <= b2 / (F2[0] - b2)
+
+
+@pytest.mark.parametrize("gamma,D", [(1.0, 10), (3.0, 100), (0.1, 1000)])
+def test_p_empty_relative_bound_of_the_qmc_route_covers_the_exact_three_class_value(gamma, D):
+    """The randomised QMC engine run at C = 3 (p_empty_replicates) against the deterministic three.p_empty
+    (relative 1e-10, mpmath-tested): the relative bound qmc_relative_bound claims holds, or is inf (rare event)."""
+    reps = fam.p_empty_replicates(gamma, 3, D)
+    rel = fam.qmc_relative_bound(reps)
+    exact = float(get("multiclass.p_empty").numpy(gamma=gamma, C=3, D=D))
+    assert abs(reps.mean() / exact - 1) <= rel
+    if D == 1000:
+        assert math.isinf(rel)                       # 1.1e-13: no digit claimed by the QMC route
+    assert math.isinf(fam.p_empty_relative_bound(0.467, 10, 10_000))
+    assert fam.p_empty_relative_bound(gamma, 3, D) == fam.THREE_ERROR
+
+
+@pytest.mark.parametrize("gamma,D", [(0.3, 20), (3.0, 20), (1.0, 200)])
+def test_max_fraction_at_finite_d_within_its_stated_se_of_the_exact_two_class_value(gamma, D):
+    """C = 2 at finite D (a sampled route: exact D = inf value + the sampled count-noise difference): against
+    E[max(K, D - K)/D], K | Z ~ Binomial(D, Phi(sqrt(gamma) Z)), by scipy quad over Z (independent). Tolerance 5 SE
+    (a 6e-7 false-failure rate for a fresh seed; the seed is fixed)."""
+    from scipy import integrate, stats
+    k = np.arange(D + 1)
+    m = np.maximum(k, D - k) / D
+    f = lambda z: stats.norm.pdf(z) * stats.binom.pmf(k, D, stats.norm.cdf(math.sqrt(gamma) * z)) @ m  # noqa: E731
+    ref = integrate.quad(f, -12, 12, epsabs=1e-13, limit=400)[0]
+    value, se = fam.max_fraction_se(gamma, 2, D)
+    assert float(get("multiclass.max_fraction").numpy(gamma=gamma, C=2, D=D)) == value
+    assert abs(value - ref) <= 5 * se and se / value < 3e-3, (value, ref, se)   # relative SE 2.1e-3 at D = 20
+
+
+@pytest.mark.parametrize("gamma,D", [(0.3, 20), (3.0, 20), (1.0, 200)])
+def test_entropy_at_finite_d_within_its_stated_se_of_the_exact_two_class_value(gamma, D):
+    """C = 2 at finite D (exact D = inf value + the sampled count-noise difference): against E[h(K/D)],
+    K | Z ~ Binomial(D, Phi(sqrt(gamma) Z)), h the binary entropy, by scipy quad over Z. Tolerance 5 SE (fixed seed)."""
+    from scipy import integrate, special, stats
+    p = np.arange(D + 1) / D
+    h = -(special.xlogy(p, p) + special.xlogy(1 - p, 1 - p))
+    f = lambda z: stats.norm.pdf(z) * stats.binom.pmf(np.arange(D + 1), D, stats.norm.cdf(math.sqrt(gamma) * z)) @ h  # noqa: E731
+    ref = integrate.quad(f, -12, 12, epsabs=1e-13, limit=400)[0]
+    value, se = fam.entropy_se(gamma, 2, D)
+    assert float(get("multiclass.entropy").numpy(gamma=gamma, C=2, D=D)) == value
+    assert abs(value - ref) <= 5 * se, (value, ref, se)

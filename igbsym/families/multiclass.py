@@ -68,7 +68,7 @@ from ..registry import register
 from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
 from ..multiclass_numerics import three
 from ..multiclass_numerics.three import THREE_ERROR
-from ..multiclass_numerics.power import moment_excess
+from ..multiclass_numerics.power import moment_excess_many
 
 IGB = "igb-initial-guessing-bias.txt"
 C_MAX = 10_000
@@ -168,21 +168,37 @@ def _by_gamma_c(fn, gamma, C, *more):
     return vals[inverse.ravel()].reshape(shape)
 
 
-def _var_point(gamma: float, C: int) -> float:
-    """Var G_c = E[Phi_2(T1, T2; rho)^(C-1)] - 1/C^2 (App. H, the second moment; derivations/multiclass.py)."""
+def _by_gamma(fn, gamma, C):
+    """Evaluate fn(float gamma, int array Cs) -> values once per distinct gamma, over its distinct C (array call =
+    scalar call): the C of one gamma share one Phi_2 table (moment_excess_many)."""
+    shape, (gm, cc) = _pairs(gamma, C)
+    out = np.empty(gm.shape)
+    for g in np.unique(gm):
+        at = gm == g
+        cs, inverse = np.unique(cc[at], return_inverse=True)
+        out[at] = np.asarray(fn(float(g), cs.astype(int)), float)[inverse]
+    return out.reshape(shape)
+
+
+def _var_many(gamma: float, Cs: np.ndarray) -> np.ndarray:
+    """Var G_c = E[Phi_2(T1, T2; rho)^(C-1)] - 1/C^2 at every C of Cs (App. H, the second moment;
+    derivations/multiclass.py)."""
     if gamma == 0:
-        return 0.0
+        return np.zeros(Cs.shape)
     if math.isinf(gamma):
-        return (1 - 1 / C) / C                       # one class takes everything: G_c is Bernoulli(1/C)
+        return (1 - 1 / Cs) / Cs                     # one class takes everything: G_c is Bernoulli(1/C)
     rho, r = _correlations(gamma)[:2]
-    if C == 2:                                       # exact: asin(rho)/(2 pi) = atan2(gamma, sqrt(1 + 2 gamma))/(2 pi)
-        return math.atan2(gamma, math.sqrt(2) * math.sqrt(gamma + 0.5)) / (2 * math.pi)
-    return moment_excess(rho, C - 1, r)[1]
+    out = np.full(Cs.shape, math.atan2(gamma, math.sqrt(2) * math.sqrt(gamma + 0.5)) / (2 * math.pi))  # C = 2: exact
+    many = Cs > 2                                    # asin(rho)/(2 pi) = atan2(gamma, sqrt(1 + 2 gamma))/(2 pi)
+    if many.any():
+        out[many] = moment_excess_many(rho, Cs[many] - 1, r)[1]
+    return np.minimum(out, (Cs - 1) / Cs**2)       # Var G_c <= E G_c - (E G_c)^2 (0 <= G_c <= 1): rounding at rho ~ 1
 
 
 def var_numpy(gamma, C):
-    """Var G_c at every (gamma, C): one 2-d quadrature per distinct point (moment_excess; VAR_ERROR)."""
-    return _by_gamma_c(_var_point, gamma, C)
+    """Var G_c at every (gamma, C): one 2-d Phi_2 table per distinct gamma, shared by its C (moment_excess_many;
+    VAR_ERROR)."""
+    return _by_gamma(_var_many, gamma, C)
 
 
 def var_mp(gamma, C):
@@ -535,6 +551,17 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
     return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET + taylor
 
 
+def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
+    """A true relative error bound of multiclass.cdf at g (App. H, the law of one fraction), at the confidence of
+    law_bound: |F_hat - F| <= b implies |F_hat - F|/F <= b/(F_hat - b) where F_hat > b, and inf where F_hat <= b (no
+    correct digit can be claimed there: the tails at C >= 4). C = 3: THREE_ERROR. Measured at C >= 4 (16 scrambles):
+    3e-3 ... 6e-2 in the bulk (g within [1/(2C), 2/C], gamma in [0.01, 100]), far from the issue's 1e-6 (open)."""
+    g = np.atleast_1d(np.asarray(g, float))
+    F, b = get_cdf(g, gamma, C), law_bound(g, gamma, C)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(F > b, b / np.where(F > b, F - b, 1.0), np.inf)
+
+
 def get_cdf(g, gamma, C):
     """multiclass.cdf's NumPy value (no input validation; internal)."""
     return cdf_numpy(g, gamma, C)
@@ -638,6 +665,32 @@ def _p_empty_qmc(gamma, C, D):
     from the true probability than the raw mean). Its error bound is ABSOLUTE (T_FACTOR x SE + LAW_DET): a small
     probability is not resolved at C >= 4 (issue 27, open; C = 3 has the relative route three.p_empty)."""
     return min(max(float(p_empty_replicates(gamma, C, D).mean()), 0.0), 1.0)
+
+
+def p_empty_relative_bound(gamma: float, C: int, D: int) -> float:
+    """A true relative error bound of multiclass.p_empty at C >= 4 (App. H, E[(1 - G_c)^D]) at the confidence of
+    law_bound: b = T_FACTOR x SE (over the scrambles) + LAW_DET is absolute, so |p_hat - p|/p <= b/(p_hat - b) where
+    p_hat > b, inf otherwise (no digit claimed). Measured for the relu gamma 0.467: 2e-2 at C = 100, D = 300; 1.1 at
+    C = 10, D = 400; inf at C = 10, D = 1e4: the issue's 1e-6 relative at C >= 4 is not reached (open). C = 3:
+    THREE_ERROR; C = 2: 2e-9 (deterministic routes)."""
+    if int(C) == 3:
+        return THREE_ERROR
+    if int(C) == 2 or gamma == 0 or math.isinf(gamma):
+        return 2e-9
+    return qmc_relative_bound(p_empty_replicates(gamma, int(C), int(D)))
+
+
+def _p_empty_upper(gamma: float, C: int, D: int) -> float:
+    """p_hat + b (C >= 4): a true upper bound of p_empty at the confidence of law_bound, where no digit is resolved."""
+    reps = p_empty_replicates(gamma, int(C), int(D))
+    return min(1.0, float(reps.mean()) + T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET)
+
+
+def qmc_relative_bound(reps: np.ndarray) -> float:
+    """b/(p_hat - b) (inf where p_hat <= b) for the per-scramble estimates ``reps`` of a probability,
+    b = T_FACTOR x SE + LAW_DET (the absolute bound of law_bound)."""
+    p, b = float(reps.mean()), T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET
+    return b / (p - b) if p > b else math.inf
 
 
 def _p_empty_binary(gamma, D):
@@ -822,25 +875,47 @@ def _binary_entropy(gamma):
     return (weight * h) @ _X_W
 
 
-def max_fraction_exact(gamma: float, C: int) -> float:
-    """E[max_c G_c] at D = inf (App. H, the dominant class): max_c G_c = G_(argmax u) (G_c increases in u_c), so
-    E max_c G_c = P(argmax u = argmax(u + eps)) = C E[Phi_2(X, Y; r)^(C-1)], (X, Y) standard bivariate normal with
-    r = sqrt(gamma/(1+gamma)) (derivations/multiclass.py); C = 2: 1/2 + atan(sqrt(gamma))/pi. Relative error
-    <= VAR_REL (moment_excess)."""
+def max_fraction_exact(gamma: float, Cs) -> np.ndarray:
+    """E[max_c G_c] at D = inf at every C of Cs (App. H, the dominant class): max_c G_c = G_(argmax u) (G_c increases
+    in u_c), so E max_c G_c = P(argmax u = argmax(u + eps)) = C E[Phi_2(X, Y; r)^(C-1)], (X, Y) standard bivariate
+    normal with r = sqrt(gamma/(1+gamma)) (derivations/multiclass.py); C = 2: 1/2 + atan(sqrt(gamma))/pi. Relative
+    error <= VAR_REL (moment_excess_many: the C of one gamma share one table)."""
+    Cs = np.atleast_1d(np.asarray(Cs, float))
     if gamma == 0:
-        return 1 / C
+        return 1 / Cs
     if math.isinf(gamma):
-        return 1.0
-    if C == 2:
-        return 0.5 + math.atan(math.sqrt(gamma)) / math.pi
-    _, _, r, r_c = _correlations(gamma)
-    return min(1.0, 1 / C + C * moment_excess(r, C - 1, r_c)[1])
+        return np.ones(Cs.shape)
+    out = np.full(Cs.shape, 0.5 + math.atan(math.sqrt(gamma)) / math.pi)
+    many = Cs > 2
+    if many.any():
+        _, _, r, r_c = _correlations(gamma)
+        out[many] = np.minimum(1.0, 1 / Cs[many] + Cs[many] * moment_excess_many(r, Cs[many] - 1, r_c)[1])
+    return out
 
 
 def max_fraction_numpy(gamma, C, D):
-    return _vector_route(lambda gm: 0.5 + np.arctan(np.sqrt(gm)) / np.pi,
-                         lambda gm, cc, dd: max_fraction_exact(gm, cc) if math.isinf(dd)
-                         else max_fraction_samples(gm, cc, dd).mean(), gamma, C, D)
+    shape, (gm, cc, dd) = _pairs(gamma, C, D)
+    out = np.empty(gm.shape)
+    inf = np.isinf(dd)
+    if inf.any():
+        out[inf] = _by_gamma(max_fraction_exact, gm[inf], cc[inf])
+    for i in np.nonzero(~inf)[0]:
+        out[i] = max_fraction_se(float(gm[i]), int(cc[i]), float(dd[i]))[0]
+    return out.reshape(shape)
+
+
+def max_fraction_se(gamma: float, C: int, D: float) -> tuple:
+    """(E max_c K_c/D, its Monte Carlo SE) at dataset size D (App. H, the dominant class; counts K multinomial(D, G)
+    given the weights): the exact D = inf value max_fraction_exact (relative 1e-12) plus the sampled mean of
+    max_c K_c/D - max_c G_c over the fixed fraction vectors (vector_samples) and their multinomial counts, a control
+    variate whose spread is the count noise ~ sqrt(G (1 - G)/D), not the spread of max_c G_c over the weights.
+    SE = SD/sqrt(n) of that difference (0 at D = inf); relative SE = SE/value (value >= 1/C)."""
+    exact = float(max_fraction_exact(gamma, C)[0])
+    if math.isinf(D):
+        return exact, 0.0
+    v = vector_samples(gamma, C)
+    d = observed_fractions(v, D).max(1) - v.max(1)
+    return min(1.0, max(1 / C, exact + float(d.mean()))), float(d.std(ddof=1)) / math.sqrt(d.size)
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
@@ -858,12 +933,27 @@ def max_fraction_cdf_numpy(g, gamma, C, D):
 
 
 def entropy_numpy(gamma, C, D):
-    def sampled(gm, cc, dd):
-        if cc == 3 and math.isinf(dd) and 0 < gm < math.inf:
-            return three.entropy(gm)                # 3 E[-G_1 log G_1], deterministic (relative THREE_ERROR)
-        p = observed_fractions(vector_samples(gm, cc), dd)
-        return float(-special.xlogy(p, p).sum(1).mean())
-    return _vector_route(_binary_entropy, sampled, gamma, C, D)
+    return _vector_route(_binary_entropy, lambda gm, cc, dd: entropy_se(gm, cc, dd)[0], gamma, C, D)
+
+
+def entropy_se(gamma: float, C: int, D: float) -> tuple:
+    """(E entropy of the observed fractions K_c/D, its Monte Carlo SE) (App. H; D = inf: of G). Where the D = inf value
+    is deterministic (C = 2: _binary_entropy; C = 3: three.entropy, relative THREE_ERROR) the finite-D value is it
+    plus the sampled mean of H(K/D) - H(G) over the fixed fraction vectors and their multinomial counts (a control
+    variate: only the count noise is sampled); else the sample mean of H(K/D). SE = SD/sqrt(n) of what is sampled
+    (0 where nothing is); relative SE = SE/value. Measured: the law-of-one-G route C int (-log g - 1)(1 - F(g)) dg
+    over the randomised QMC law has a 2-5x larger SE than these vectors at C >= 10 (not used)."""
+    C = int(C)
+    exact = None
+    if 0 < gamma < math.inf and C in (2, 3):
+        exact = float(_binary_entropy(np.array([gamma]))[0]) if C == 2 else three.entropy(gamma)
+        if math.isinf(D):
+            return exact, 0.0
+    v = vector_samples(gamma, C)
+    h_obs = -special.xlogy(p := observed_fractions(v, D), p).sum(1)
+    x = h_obs if exact is None else h_obs + special.xlogy(v, v).sum(1)
+    mean = float(x.mean()) + (exact or 0.0)
+    return min(max(mean, 0.0), math.log(C)), float(x.std(ddof=1)) / math.sqrt(x.size)
 
 
 def _no_vector_reference(name, C, D):
@@ -1016,8 +1106,9 @@ _EMPTY_ACC = _stated("C >= 4: randomised QMC, ABSOLUTE error <= 5.24 SE + 1e-5 (
                      "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
                      "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
                      "exact at gamma in {0, inf}")
-_MAX_ACC = _stated("finite D: Monte Carlo over fraction vectors and multinomial counts, absolute error within a few "
-                   "sample SD/sqrt(n) (n = min(4000, 1e5/C)); D = inf: relative <= 1e-12 (exact 2-d quadrature "
+_MAX_ACC = _stated("finite D: the exact D = inf value + the Monte Carlo mean of max_c K_c/D - max_c G_c over fraction "
+                   "vectors and their multinomial counts (n = min(4000, 1e5/C)), SE stated relative by "
+                   "max_fraction_se (measured 6.6e-4 ... 4.1e-3); D = inf: relative <= 1e-12 (exact 2-d quadrature "
                    "C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
 _ENT_ACC = _stated("finite D, or C >= 4: Monte Carlo over fraction vectors, absolute error within a few sample "
                    "SD/sqrt(n) (n = min(4000, 1e5/C)); D = inf: C = 3 relative <= 1e-10 (3 E[-G log G], 2-d "
@@ -1157,6 +1248,8 @@ def multiclass_summary(gamma: float, C: int, D: int = SUMMARY_D) -> dict:
     """What ``igbsym predict --classes C`` prints for an architecture of IGB strength gamma (one line per key).
 
     Keys: classes, gamma, mean_fraction (1/C), sd_fraction, p_empty and expected_empty_classes at dataset size D,
+    p_empty_relative_bound (None where the C >= 4 randomised QMC route resolves no digit) and p_empty_upper (a true
+    upper bound),
     max_fraction (E of the dominant class fraction, population), max_fraction_uniform (1/C, no IGB), entropy
     (E entropy, nats) and entropy_max (log C), paper_approx_mean (the paper's App. H construction: its E G_c)."""
     from ..registry import get
@@ -1173,7 +1266,9 @@ def multiclass_summary(gamma: float, C: int, D: int = SUMMARY_D) -> dict:
         "classes": C, "gamma": gamma, "dataset_size": int(D),
         "mean_fraction": 1 / C,
         "sd_fraction": math.sqrt(float(get("multiclass.var").numpy(gamma=gamma, C=C))),
-        "p_empty": float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D)),
+        "p_empty": (p_empty := float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=D))),
+        "p_empty_relative_bound": None if math.isinf(rb := p_empty_relative_bound(gamma, C, D)) else rb,
+        "p_empty_upper": p_empty * (1 + rb) if math.isfinite(rb) else _p_empty_upper(gamma, C, D),
         "expected_empty_classes": float(get("multiclass.n_empty").numpy(gamma=gamma, C=C, D=D)),
         "max_fraction": float(get("multiclass.max_fraction").numpy(gamma=gamma, C=C)),
         "max_fraction_uniform": 1 / C,
