@@ -64,33 +64,38 @@ def _reps(spec, reps=120, inits=100, n_data=16):
     pa, pb, pX = cv.units_and_cvs(spec, range(10**6, 10**6 + 300), n_data)
     beta = cv.fit(pa, pb, pX)
     a, b, X = cv.units_and_cvs(spec, range(reps * inits), n_data)
-    ests = [cv.gamma_cv(a[k * inits:(k + 1) * inits], b[k * inits:(k + 1) * inits], X[k * inits:(k + 1) * inits],
-                        beta) for k in range(reps)]
-    return ests, cv.gamma_cv(a, b, X, beta), cv.explained(a, b, X, beta)
+    blocks = [slice(k * inits, (k + 1) * inits) for k in range(reps)]
+    ests = [cv.gamma_cv(a[s], b[s], X[s], beta) for s in blocks]
+    cross = [cv.gamma_cv_crossfit(a[s], b[s], X[s], folds=2) for s in blocks]
+    return ests, cv.gamma_cv(a, b, X, beta), cv.explained(a, b, X, beta), cross
 
 
 @pytest.mark.parametrize("d_in", [16, 8])
 def test_cv_exact_case_one_layer(d_in):
     """One hidden ReLU layer: γ_1(N) = igb.gamma(relu) EXACTLY at every width and input dimension (a_1 = 0,
-    tests/test_width.py). 120 seeds × 100 inits: z against the exact value calibrated; pooled within 5 SE.
+    tests/test_width.py). 120 seeds × 100 inits: z against the exact value calibrated (β from an independent
+    pilot, and cross-fitted in 2 folds); pooled within 5 SE.
     d_in = 16: the shortcut (layer 1 conditioned on W₁); d_in = 8 < N: layer 1 conditioned on the data."""
-    ests, pooled, r2 = _reps(NetSpec(d_in, (16,), activation="relu"))
-    _assert_calibrated(np.array([(e.value - GAMMA_RELU) / e.se for e in ests]))
+    ests, pooled, r2, cross = _reps(NetSpec(d_in, (16,), activation="relu"))
+    for e_ in (ests, cross):
+        _assert_calibrated(np.array([(e.value - GAMMA_RELU) / e.se for e in e_]))
     assert abs(pooled.value - GAMMA_RELU) < 5 * pooled.se, (pooled, GAMMA_RELU)
     assert r2 > 0.5         # measured 0.99 (shortcut), 0.76 (data)
 
 
 def test_cv_unbiased_and_calibrated_deep():
     """ReLU, d = N = 16, L = 3 (no exact value): calibration of the SE from the spread of 120 independent
-    estimates (z of each against the mean of the other 119, both SEs in quadrature), and no bias: pooled γ̂_cv
+    estimates (z of each against the mean of the other 119, both SEs in quadrature; β from the pilot and
+    cross-fitted in 2 folds of 50 inits), and no bias: pooled γ̂_cv
     (12 000 inits) against simulate + Rao–Blackwell on 40 000 OTHER inits (another seed), within 5 SE."""
     spec = NetSpec(16, (16, 16, 16), activation="relu")
-    ests, pooled, r2 = _reps(spec)
-    v = np.array([e.value for e in ests])
-    se = np.array([e.se for e in ests])
-    rest = (v.sum() - v) / (v.size - 1)
-    rest_se = np.sqrt((np.sum(se**2) - se**2)) / (v.size - 1)
-    _assert_calibrated((v - rest) / np.hypot(se, rest_se))
+    ests, pooled, r2, cross = _reps(spec)
+    for e_ in (ests, cross):
+        v = np.array([e.value for e in e_])
+        se = np.array([e.se for e in e_])
+        rest = (v.sum() - v) / (v.size - 1)
+        rest_se = np.sqrt((np.sum(se**2) - se**2)) / (v.size - 1)
+        _assert_calibrated((v - rest) / np.hypot(se, rest_se))
     res = simulate(spec, 40_000, 16, seed=7, shortcut="gaussian", fresh_data=True, layer_stats="penultimate",
                    dtype=torch.float64)
     ref = gamma_of_sim(res, "rao-blackwell")
@@ -111,5 +116,7 @@ def test_one_call_estimator_and_bad_inputs():
     a, b, X = cv.units_and_cvs(spec, range(6), 8)
     with pytest.raises(InputError, match="pilot"):
         cv.fit(a, b, X)
+    with pytest.raises(InputError, match="folds"):
+        cv.gamma_cv_crossfit(a, b, X, folds=1)
     with pytest.raises(InputError, match="X must be"):
         cv.gamma_cv(a, b, X[:, :1], np.zeros(X.shape[1]))

@@ -21,12 +21,14 @@ pairs; layer 1 over the first SUB_UNITS units) to bound the cost of the 2-D kern
 ((leaky) ReLU, identity) uses every point and pair. Weight norms ‖W_l‖²/(σ_w² N_l) − 1 (exact mean 0) were tried
 and explain nothing beyond the D_l (measured: R² unchanged), so they are not used.
 
-Estimator: adjusted units a'_i = a_i − b̄ βᵀX_i (b_i kept), β the least squares of the linearised ratio terms
-(a − r b)/b̄ on X fitted on an INDEPENDENT pilot (other inits): E[a'] = E[a] exactly, so γ̂_cv = ā'/b̄ keeps only
-the ratio estimator's O(1/I) bias; SE by the delta method over the adjusted units
-(``igbsym.validation.stats.ratio_estimate``). The variance removed is the explained fraction R² of the linearised
-terms (``explained``). The O(1/N) theory (engine/finite.py) would give E[Ĝ^(l)] itself to O(1/N²), but
-centring on that would bias γ̂ by β·O(1/N²); only the exact conditional expectations above are used.
+Estimator: adjusted units a'_i = a_i − βᵀX_i (b_i kept), β the least squares of the linearised ratio terms
+a − r b on X fitted on an INDEPENDENT pilot (other inits; or cross-fitted over folds, ``gamma_cv_crossfit``):
+E[a'] = E[a] exactly, so γ̂_cv = ā'/b̄ keeps only the ratio estimator's O(1/I) bias; SE by the delta method over
+the adjusted units (``igbsym.validation.stats.ratio_estimate``). The variance removed is the explained fraction
+R² of the linearised terms (``explained``). Forward in float32 (``dtype``), kernels and CVs in float64: rounding
+moves a CV's mean by ~1e-7 relative, far below any SE here. The O(1/N) theory (engine/finite.py) would give
+E[Ĝ^(l)] itself to O(1/N²), but centring on it would bias γ̂ by β·O(1/N²): only the exact conditional
+expectations above are used.
 """
 from __future__ import annotations
 
@@ -94,7 +96,7 @@ def _cond(act, K, idx):
     return d, o
 
 
-def units_and_cvs(spec, inits, n_data, seed=0, device="cpu"):
+def units_and_cvs(spec, inits, n_data, seed=0, device="cpu", dtype=torch.float32):
     """Per init (a [I], b [I], X [I, 6L − 4]) for inits ``inits`` (each its own n_data fresh Gaussian points; the
     Gaussian shortcut for layer 1 when N_1 <= d_in). a, b: the last hidden layer's RB units (module docstring);
     X: the exact-zero-mean control variates (``with_products``)."""
@@ -117,27 +119,30 @@ def units_and_cvs(spec, inits, n_data, seed=0, device="cpu"):
     A, B, X = [], [], []
     for g in range(0, len(inits), group):
         ids = inits[g:g + group]
-        W = sample_weights(spec, ids, seed, device, torch.float64)
-        x = fresh_rows(widths[0] if shortcut else spec.d_in, "gaussian", seed, ids, 0, n_data, device,
-                       torch.float64)
-        first = torch.bmm(x, torch.linalg.cholesky(W[0].transpose(1, 2) @ W[0]).transpose(1, 2)) if shortcut else None
+        W = sample_weights(spec, ids, seed, device, dtype)
+        x = fresh_rows(widths[0] if shortcut else spec.d_in, "gaussian", seed, ids, 0, n_data, device, dtype)
+        if shortcut:      # chol(W₁ᵀW₁) in float64 (W₁ᵀW₁ is near-singular when N_1 = d_in is small)
+            w0 = W[0].double()
+            first = torch.bmm(x, torch.linalg.cholesky(w0.transpose(1, 2) @ w0).transpose(1, 2).to(dtype))
+        else:
+            first = None
         feats, prev = [], {}
         if shortcut:
-            norms = np.sqrt((W[0][:, :, units] ** 2).sum(1).numpy())    # [I, n] row norms ‖w_j‖
+            norms = np.sqrt((W[0][:, :, units].double() ** 2).sum(1).numpy())    # [I, n] row norms ‖w_j‖
             m, s2 = _unit_moments(act, norms)
             prev["cond"] = (s2.mean(1), (m * m).mean(1))                # exact given W₁ (independent points)
         else:
-            prev["K"] = float(dens[0].sigma_w) ** 2 * (x @ x.transpose(1, 2)) / spec.d_in
+            prev["K"] = float(dens[0].sigma_w) ** 2 * (x @ x.transpose(1, 2)).double() / spec.d_in
         last = {}
 
         def on_stage(layer, stage, h):
             if stage != "act":
                 return
-            G = h @ h.transpose(1, 2) / h.shape[-1]
+            G = (h @ h.transpose(1, 2)).double() / h.shape[-1]
             if "cond" in prev:
                 cd, co = prev.pop("cond")
                 hs = h[:, :, units]
-                Gs = hs @ hs.transpose(1, 2) / hs.shape[-1]
+                Gs = (hs @ hs.transpose(1, 2)).double() / hs.shape[-1]
                 dg = torch.diagonal(Gs, dim1=1, dim2=2).mean(1).numpy()
                 off = Gs[:, full_i, full_j].mean(1).numpy()
             else:
@@ -171,37 +176,54 @@ def with_products(D):
 
 
 def fit(a, b, X, ridge=1e-8):
-    """β: least squares of the linearised ratio terms (a − r b)/b̄ on the centred-at-0 CVs X (their exact mean)."""
+    """β (in units of a): least squares of the linearised ratio terms a − r b (r = ā/b̄ of these units) on the CVs
+    X (centred at their exact mean 0; a tiny ridge on the standardised columns for collinear CVs)."""
     a, b, X = (np.asarray(v, float) for v in (a, b, X))
     if X.ndim != 2 or X.shape[0] != a.size or a.size != b.size:
         raise InputError(f"control variates: X must be [inits, k] paired with a, b; got {X.shape}, {a.size}")
     if a.size <= X.shape[1] + 1:
         raise InputError(f"control variates: the pilot needs more inits ({a.size}) than CVs + 1 ({X.shape[1] + 1})")
-    r = a.mean() / b.mean()
-    u = (a - r * b) / b.mean()
+    u = a - a.mean() / b.mean() * b
     Xc = X - X.mean(0)
     scale = np.sqrt((Xc * Xc).mean(0)) + 1e-300
     Z = Xc / scale
-    beta = np.linalg.solve(Z.T @ Z + ridge * a.size * np.eye(Z.shape[1]), Z.T @ (u - u.mean())) / scale
-    return beta
+    return np.linalg.solve(Z.T @ Z + ridge * a.size * np.eye(Z.shape[1]), Z.T @ (u - u.mean())) / scale
 
 
 def explained(a, b, X, beta):
     """Fraction of the linearised ratio terms' variance the CVs remove on these units: 1 − Var(u − Xβ)/Var(u)."""
     a, b, X = (np.asarray(v, float) for v in (a, b, X))
-    r = a.mean() / b.mean()
-    u = (a - r * b) / b.mean()
+    u = a - a.mean() / b.mean() * b
     return float(1 - np.var(u - X @ beta, ddof=1) / np.var(u, ddof=1))
 
 
 def gamma_cv(a, b, X, beta) -> Estimate:
-    """γ̂_cv ± SE: a'_i = a_i − b̄ βᵀX_i (β from an independent pilot: unbiased, module docstring)."""
+    """γ̂_cv ± SE from the adjusted units a'_i = a_i − βᵀX_i (β from an independent pilot: E[a'] = E[a] exactly)."""
     a, b, X = (np.asarray(v, float) for v in (a, b, X))
     beta = np.asarray(beta, float)
     if X.shape != (a.size, beta.size):
         raise InputError(f"control variates: X must be [inits, {beta.size}], got {X.shape}")
-    est = ratio_estimate(a - b.mean() * (X @ beta), b)
+    est = ratio_estimate(a - X @ beta, b)
     est.method = f"control-variate/{est.method}"
+    return est
+
+
+def gamma_cv_crossfit(a, b, X, folds=2) -> Estimate:
+    """γ̂_cv with cross-fitted β (no separate pilot): the inits are cut into ``folds`` consecutive blocks and each
+    block's units are adjusted with the β fitted on the other blocks (independent of them, so each block's a' is
+    unbiased); SE by the delta method over all adjusted units (the β's own noise is O(k/I) relative: second
+    order, as for a pilot)."""
+    a, b, X = (np.asarray(v, float) for v in (a, b, X))
+    if not isinstance(folds, int) or folds < 2:
+        raise InputError(f"control variates: folds must be an integer >= 2, got {folds!r}")
+    edges = np.linspace(0, a.size, folds + 1).astype(int)
+    adj = np.empty(a.size)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        rest = np.r_[0:lo, hi:a.size]
+        beta = fit(a[rest], b[rest], X[rest])
+        adj[lo:hi] = a[lo:hi] - X[lo:hi] @ beta
+    est = ratio_estimate(adj, b)
+    est.method = f"control-variate/cross-fit/{est.method}"
     return est
 
 
