@@ -406,9 +406,9 @@ def test_p_empty_mpmath_reference_is_exact_where_the_value_is_known(gamma, D):
 
 @pytest.mark.parametrize("g,gamma", [(1e-30, 1.0), (1e-200, 4.0), (0.3, 1e-4), (0.999, 1e300)])
 def test_paper_approx_mpmath_reference_at_two_classes_is_the_igb_law(g, gamma):
-    """At C = 2 the paper's construction is the igb law exactly: P(G <= g) = Phi(Phi^-1(g)/sqrt(gamma)) (g at gamma = 1).
-    The old reference (mpmath.quad over fixed panels, absolute tolerance) gave 4.00000004e-30 for 4e-30 at C = 5 and
-    lost every digit of values below ~1e-30."""
+    """At C = 2 the paper's construction is the igb law exactly: P(G <= g) = Phi(Phi^-1(g)/sqrt(gamma)) (g at
+    gamma = 1). The old reference (mpmath.quad over fixed panels, absolute tolerance) gave 4.00000004e-30 for 4e-30
+    at C = 5 and lost every digit of values below ~1e-30."""
     for dps in (30, 50):
         with mpmath.workdps(dps + 20):
             exact = mpmath.ncdf(mp_ncdf_inv(mpmath.mpf(g)) / mpmath.sqrt(mpmath.mpf(gamma)))

@@ -141,9 +141,9 @@ _TAU, _TAU_W = _panels(np.concatenate([np.arange(-4.0, 16.0, 2.0), [16.0, 24.0, 
 _Y, _Y_W = _panels(np.linspace(-8.5, 8.5, 12), 8)
 _Y_W = _Y_W * np.exp(-_Y**2 / 2) / _SQ2PI
 VAR_ERROR = ("absolute error <= 5e-9 on E[G^2] (composite Gauss-Legendre: a 96 x 88 rule in the Gumbel variable of "
-             "T1 for single points, a 192 x 88 C-independent rule in T1 shared by the C of one gamma; both measured against "
-             "a 192 x 184 rule that matches the exact C = 2 value to 1e-16, for gamma in [1e-3, 1e3], C <= 1e4, and "
-             "against the mpmath reference var_reference_mp at C = 3, 10); relative to Var "
+             "T1 for single points, a 192 x 88 C-independent rule in T1 shared by the C of one gamma; both measured "
+             "against a 192 x 184 rule that matches the exact C = 2 value to 1e-16, for gamma in [1e-3, 1e3], "
+             "C <= 1e4, and against the mpmath reference var_reference_mp at C = 3, 10); relative to Var "
              "the error grows as gamma -> 0 (Var ~ gamma C(C-1) a_C^2)")
 
 
