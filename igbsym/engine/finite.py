@@ -44,6 +44,7 @@ from ..ops import Act
 IDENTITY = Act("identity")
 STEP = 1e-3            # finite-difference step, relative to the largest entry of the state
 FINITE_ERROR = 1e-6    # stated relative error of the 1/N coefficient (measured <= 5e-8: families/width.py)
+L_MAX = 32             # deepest net with a finite-width form: the series has long stopped holding there (README)
 REMAINDER_FACTOR = 2.0  # allowance for the O(1/N²) remainder: factor · (a/N)²/γ_∞ (module ``validity``)
 
 
