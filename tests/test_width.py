@@ -181,7 +181,7 @@ def test_residual_net_at_finite_width_matches_torch():
 def test_resnet_gamma_form():
     """width.resnet_gamma is γ_∞ + a_L/N of resnet_series (the torch comparison is the test above and the check
     width_resnet); γ_∞ is resnet.gamma; the mpmath route (the refined discretisation) agrees to the stated 1e-6;
-    α = 0 and odd φ are 0 at every width; N must be an integer >= 1 and L <= 32 (one line each)."""
+    α = 0 and odd φ are 0 at every width; N must be an integer >= 1 and L <= 8 (one line each)."""
     f = igbsym.get("width.resnet_gamma")
     g, a = W.resnet_series(3, "relu", 0.7)[-1]
     assert float(f.numpy(L=3, N=48, activation="relu", alpha=0.7)) == pytest.approx(g + a / 48, rel=1e-14)
@@ -192,7 +192,7 @@ def test_resnet_gamma_form():
     assert abs(v[1] / ref - 1) < 1e-6 and v[0] < v[1]
     assert float(f.numpy(L=2, N=5, activation="relu", alpha=0.0)) == 0.0
     assert float(f.numpy(L=2, N=5, activation="tanh", alpha=1.0)) == 0.0
-    for bad in (dict(N=0), dict(N=2.5), dict(L=33)):
+    for bad in (dict(N=0), dict(N=2.5), dict(L=9)):
         with pytest.raises(InputError):
             f.numpy(**dict(dict(L=2, N=8, activation="relu", alpha=1.0), **bad))
 
@@ -217,7 +217,8 @@ def test_depth_and_resnet_gamma_take_the_width():
                      (dg, dict(L=2, activation="relu", norm="layernorm", placement="pre")),
                      (dg, dict(L=40, activation="relu")),
                      (rg, dict(L=2, activation="relu", alpha=1.0, order="linear-last")),
-                     (rg, dict(L=2, activation="relu", alpha=1.0, norm="layernorm"))):
+                     (rg, dict(L=2, activation="relu", alpha=1.0, norm="layernorm")),
+                     (rg, dict(L=9, activation="relu", alpha=1.0))):
         for call in (form.numpy, form.check):
             with pytest.raises(InputError, match="N"):
                 call(N=64, **kw)

@@ -21,7 +21,7 @@ from .. import params as P
 from ..params import L_NESTED, RANGE
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from .. import registry
-from ..engine.finite import L_MAX as finite_L_MAX
+from ..engine.finite import L_MAX_RESIDUAL as finite_L_MAX
 from ..registry import register
 from .. import engine
 from ..engine import states as trunk_states
@@ -102,7 +102,7 @@ def _gamma_mp(L, activation, norm, placement, order):
 
 def finite_supported(case) -> bool:
     """A resnet.gamma case with a finite-width form (width.resnet_gamma): linear-first blocks without norm,
-    L <= igbsym.engine.finite.L_MAX."""
+    L <= igbsym.engine.finite.L_MAX_RESIDUAL (8)."""
     return case.get("norm", "none") == "none" and case.get("order", "linear-first") == "linear-first" \
         and case.get("L", 1) <= finite_L_MAX
 
@@ -146,12 +146,12 @@ def _nested_per_block(case) -> bool:
     return case.get("activation") in NESTED_ACTS and case.get("norm", "none") != "batchnorm"
 
 
-N_TEXT = "with norm none, order linear-first and L <= 32"
+N_TEXT = "with norm none, order linear-first and L <= 8"
 N_PARAM = Param("N", "integer", "width of every layer and dimension of the data; inf (default): the width limit; "
                 "finite: width.resnet_gamma = gamma_L(inf) + a_L/N", default=float("inf"), minimum=1, allow_inf=True,
                 structural=True, used_when=lambda case: finite_supported(case), used_text=N_TEXT)
 N_FINITE = Condition(sp.Eq(N_PARAM.symbol(), sp.oo, evaluate=False),
-                     "N = inf (a finite N needs norm none, order linear-first and L <= 32)",
+                     "N = inf (a finite N needs norm none, order linear-first and L <= 8)",
                      applies=lambda case: case.get("N", np.inf) != np.inf and not finite_supported(case))
 NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
                          f"L <= {L_NESTED} for sigmoid, gelu, silu without batchnorm (each block is a nested "

@@ -197,7 +197,7 @@ register(ClosedForm(
 
 # --------------------------------------------------------------------------------------------- residual nets
 ALPHA = Param("alpha", "nonnegative", "branch scale: x + alpha phi(W x)")
-L_RES = Param("L", "integer", "number of residual blocks", structural=True, minimum=1, maximum=L_MAX_FINITE)
+L_RES = Param("L", "integer", "number of residual blocks", structural=True, minimum=1, maximum=finite.L_MAX_RESIDUAL)
 R_DISPLAY = (r"\gamma_L(N) = \gamma_L(\infty) + \frac{a_L}{N} + O(N^{-2}),\quad x_{l} = x_{l-1} + "
              r"\alpha\,\phi(W_l x_{l-1}),\quad a_L = \lim_{N\to\infty} N\left(\gamma_L(N) - \gamma_L(\infty)\right)")
 
