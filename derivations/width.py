@@ -123,6 +123,28 @@ def _gamma_width(d_: Derivation):
                         expected=sp.S.Zero)
 
 
+def _resnet(d_: Derivation):
+    d_.step("Residual blocks x' = x + alpha phi(W x) (linear-first, no norm): the trunk's five averages (G_aa, G_bb, "
+            "G_ab, m_a, m_b) are the state. Given the trunk, the branch units v = phi(W x) are i.i.d. over units with "
+            "kernel sigma_w^2 G, and the new trunk unit x_i + alpha v_i contributes u_i = A(x_i) v_i + (x_i terms), "
+            "A linear in the trunk unit's values; so the conditional mean is the trunk plus the branch map, and the "
+            "one-unit covariance averaged over units, E_i[A(x_i) C A(x_i)^T], needs only the trunk's own second "
+            "moments (igbsym.engine.finite._residual):",
+            r"E[u\,|\,x] = \bar x + 2\alpha\, m\, T_1 + \alpha^2 T_2,\qquad "
+            r"\Sigma' = J\Sigma J^{T} + \frac{1}{N}\,E_i\!\left[A(x_i)\, C\, A(x_i)^{T}\right]")
+    zero = float(igbsym.get("width.resnet_gamma").numpy(L=2, N=7, activation="relu", alpha=0.0))
+    require(zero == 0.0, f"width.resnet_gamma alpha=0: {zero}")
+    d_.step("alpha = 0: the trunk is the embedding W x, odd in x, so gamma = 0 at every width; the recursion gives "
+            f"{zero} at N = 7 (exact).")
+    g_inf = float(igbsym.get("resnet.gamma").numpy(L=3, activation="relu", alpha=1.0))
+    g_big = float(igbsym.get("width.resnet_gamma").numpy(L=3, N=10**12, activation="relu", alpha=1.0))
+    require(abs(g_big / g_inf - 1) < 1e-9, f"width.resnet_gamma N -> inf {g_big} vs resnet.gamma {g_inf}")
+    d_.step(f"N -> infinity: width.resnet_gamma(L = 3, relu, alpha = 1, N = 1e12) = {g_big:.12g} against "
+            f"resnet.gamma = {g_inf:.12g} (the infinite-width part is the block map of igbsym/ops/residual.py).")
+    for act in ("tanh", "erf"):
+        d_.prove("width.resnet_gamma", sp.S.Zero, L=2, activation=act)
+
+
 def derive() -> Derivation:
     d_ = Derivation("width", "Finite width: gamma of a width-N MLP to O(1/N)")
     _model(d_)
@@ -132,4 +154,5 @@ def derive() -> Derivation:
     _layernorm_one_layer(d_)
     _odd(d_)
     _gamma_width(d_)
+    _resnet(d_)
     return d_

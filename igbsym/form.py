@@ -208,11 +208,18 @@ class Accuracy:
 
     relative: bound on |numpy - exact| / |exact| (values below 1e-300 in magnitude: absolute 1e-300·relative; a true
     value beyond the double range may come back as ±inf of the right sign). reason: why it is not 1e-12.
+    per_case: optional (structural case dict → relative bound) for a form whose cases have different routes
+    (depth.gamma at finite width N is width.gamma's 1e-6 route); the reason must say which cases.
     tests/test_domain.py checks the bound at points drawn over the whole domain.
     """
 
     relative: float = 1e-12
     reason: str = ""
+    per_case: Callable | None = None
+
+    def at(self, case: dict) -> float:
+        """The relative bound stated for one structural case."""
+        return self.relative if self.per_case is None else float(self.per_case(case))
 
     def __str__(self) -> str:
         return f"relative error <= {self.relative:g}" + (f" ({self.reason})" if self.reason else "")

@@ -170,6 +170,7 @@ NOTATION = {
     "rectified.var": N(_V + r"\left[\mathrm{ReLU}(X)\right]"),
     "width.coefficient": N(r"a_{<L>}(<activation>)"),
     "width.gamma": N(r"\gamma_{<L>}(<activation>; N)"),
+    "width.resnet_gamma": N(r"\gamma^{\mathrm{res}}_{<L>}(<activation>; N)"),
 }
 
 

@@ -16,7 +16,7 @@ def parameter_values(p, steps=(0, 1, 2, 3, 5, 8), maximum=True) -> list:
         return list(p.choices)
     lo = p.minimum if p.minimum is not None else 0
     values = {lo + s for s in steps} | ({p.maximum} if p.maximum is not None and maximum else set())
-    return sorted(v for v in values if p.maximum is None or v <= p.maximum)
+    return sorted(v for v in values if p.maximum is None or v <= p.maximum) + ([p.default] if _optional(p) else [])
 
 
 def structural_cases(form, steps=(0, 1, 2, 3, 5, 8), maximum=True) -> list:
@@ -27,11 +27,22 @@ def structural_cases(form, steps=(0, 1, 2, 3, 5, 8), maximum=True) -> list:
     return cases
 
 
+def _optional(p) -> bool:
+    """A structural integer whose default is +inf (a limit: depth.gamma's width N): the covering cases keep it at
+    the default and add one case per other value, so the limit keeps its full coverage."""
+    return p.kind == "integer" and p.allow_inf and p.default == float("inf")
+
+
 def covering_cases(form, steps=(0, 1, 2, 3, 5, 8), maximum=True) -> list:
-    """As few cases as the longest value list, in which every value of every structural parameter occurs."""
-    values = {p.name: parameter_values(p, steps, maximum) for p in form.structural_params}
+    """As few cases as the longest value list, in which every value of every structural parameter occurs
+    (optional parameters, ``_optional``: at their default, plus one case per other value)."""
+    params = form.structural_params
+    values = {p.name: parameter_values(p, steps, maximum) for p in params if not _optional(p)}
     n = max((len(v) for v in values.values()), default=1)
-    return [{name: vs[i % len(vs)] for name, vs in values.items()} for i in range(n)]
+    base = [{name: vs[i % len(vs)] for name, vs in values.items()} for i in range(n)]
+    extra = [dict(base[i % n], **{p.name: v}) for p in params if _optional(p)
+             for i, v in enumerate(parameter_values(p, steps, maximum)) if v != p.default]
+    return base + extra
 
 
 def spread(cases: list, n: int) -> list:

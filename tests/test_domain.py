@@ -331,11 +331,12 @@ def _check_point(form, case: dict, point: dict, other: dict | None) -> Outcome:
                        f"{numerical}; true value {mpmath.nstr(_as_mp_list(ref_high)[0], 17)}"[:300])
     err = rel_error(value, ref_high)
     absolute, where = ABSOLUTE_BOUNDS.get(form.name, (0.0, None))
-    if where is not None and where(point) and err > form.accuracy.relative:
+    bound = form.accuracy.at(case)
+    if where is not None and where(point) and err > bound:
         abs_err = max(float(abs(mpmath.mpf(float(g)) - r)) for g, r in
                       zip(np.asarray(value, float).ravel(), _as_mp_list(ref_high)))
-        err = form.accuracy.relative if abs_err <= absolute else err   # within the stated absolute bound
-    if err > form.accuracy.relative:
+        err = bound if abs_err <= absolute else err   # within the stated absolute bound
+    if err > bound:
         return Outcome("inaccurate", err, f"numpy={value!r} mp={mpmath.nstr(_as_mp_list(ref_high)[0], 17)}")
     if other is not None:
         second = other if in_domain(form, case, other) else point

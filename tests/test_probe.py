@@ -231,3 +231,25 @@ def test_user_init_callable_seeded_per_init():
     assert torch.equal(a.mu, b.mu) and not torch.allclose(a.mu[0], a.mu[1])
     with pytest.raises(InputError, match="not both"):
         probe(lambda s: model, x, 3, init=init)
+
+
+def test_probe_finite_width_prediction_for_builtin_mlps():
+    """The probe's MLPs on the Gaussian blob get the finite-width prediction next to γ̂ (issue 28): ReLU + LayerNorm
+    after φ (γ_∞ = 0 exactly, Thm F.3) at d = N = 512 measures γ̂ ≈ 1e-3, > 5 SE away from 0 and within 5 SE + the
+    stated O(1/N²) allowance of γ_∞ + δ (igbsym.families.width.uneven; false-failure rate 5.7e-7); another dataset
+    or a model without a finite-width map gets none."""
+    import math as m
+    from igbsym.families import width as W
+    from igbsym.validation.models import resolve_model
+    from igbsym.validation.translate import compare_finite_width, finite_width_text
+    torch.set_num_threads(1)
+    ds = datasets.load("gaussian:512:1024", seed=3)
+    res = probe(resolve_model("mlp-layernorm", ds.data.shape[1:], 2), ds, 48, seed=3)
+    cmp = compare_finite_width("mlp-layernorm", ds, res)
+    g, corr = W.uneven("relu", "layernorm", 0.01, m.sqrt(2), 512, [512, 512])[-1]
+    assert cmp["gamma_inf"] == 0 and cmp["gamma_N"] == pytest.approx(g + corr, rel=1e-14) and cmp["holds"]
+    assert abs(res.gamma.value - cmp["gamma_N"]) <= 5 * res.gamma.se + cmp["remainder"], cmp
+    assert abs(res.gamma.value) > 5 * res.gamma.se and cmp["passes"]
+    assert "finite width" in finite_width_text(cmp)
+    assert compare_finite_width("mlp-maxpool", ds, res) is None
+    assert compare_finite_width("mlp-layernorm", datasets.load("digits"), res) is None

@@ -176,3 +176,49 @@ def test_residual_net_at_finite_width_matches_torch():
         holds, rem = finite.validity(g, a, N)
         assert holds and abs(est.value - (g + a / N)) <= Z * est.se + rem, (l, est.value, est.se, g + a / N)
     assert abs(m[4].gamma(256).value - pairs[3][0]) > 5 * m[4].gamma(256).se     # the N = inf value fails there
+
+
+def test_resnet_gamma_form():
+    """width.resnet_gamma is γ_∞ + a_L/N of resnet_series (the torch comparison is the test above and the check
+    width_resnet); γ_∞ is resnet.gamma; the mpmath route (the refined discretisation) agrees to the stated 1e-6;
+    α = 0 and odd φ are 0 at every width; N must be an integer >= 1 and L <= 8 (one line each)."""
+    f = igbsym.get("width.resnet_gamma")
+    g, a = W.resnet_series(3, "relu", 0.7)[-1]
+    assert float(f.numpy(L=3, N=48, activation="relu", alpha=0.7)) == pytest.approx(g + a / 48, rel=1e-14)
+    assert g == pytest.approx(float(igbsym.get("resnet.gamma").numpy(L=3, activation="relu", alpha=0.7)), rel=1e-12)
+    assert a < 0
+    v = f.numpy(L=2, N=np.array([32, 64]), activation="gelu", alpha=0.5)
+    ref = float(f.mp(20, L=2, N=64, activation="gelu", alpha=0.5))
+    assert abs(v[1] / ref - 1) < 1e-6 and v[0] < v[1]
+    assert float(f.numpy(L=2, N=5, activation="relu", alpha=0.0)) == 0.0
+    assert float(f.numpy(L=2, N=5, activation="tanh", alpha=1.0)) == 0.0
+    for bad in (dict(N=0), dict(N=2.5), dict(L=9)):
+        with pytest.raises(InputError):
+            f.numpy(**dict(dict(L=2, N=8, activation="relu", alpha=1.0), **bad))
+
+
+def test_depth_and_resnet_gamma_take_the_width():
+    """depth.gamma(N=…) and resnet.gamma(N=…) (issue 28): N = inf (the default) is today's value bit for bit;
+    a finite N is width.gamma / width.resnet_gamma (delegated through the registry), on NumPy and mpmath; a finite
+    N where the finite-width route has no map (BatchNorm, a norm before φ, linear-last blocks, L > 32) is refused
+    in one line by numpy and by check()."""
+    dg, wg = igbsym.get("depth.gamma"), igbsym.get("width.gamma")
+    assert float(dg.numpy(L=8, activation="relu", N=float("inf"))) == float(dg.numpy(L=8, activation="relu"))
+    assert float(dg.numpy(L=8, activation="relu", N=128)) == float(wg.numpy(L=8, N=128, activation="relu"))
+    ln = dict(norm="layernorm", placement="post")
+    assert float(dg.numpy(L=2, activation="gelu", N=64, **ln)) == float(wg.numpy(L=2, N=64, activation="gelu", **ln))
+    assert float(dg.mp(20, L=3, activation="gelu", N=64)) == pytest.approx(
+        float(wg.mp(20, L=3, N=64, activation="gelu")), rel=1e-12)
+    rg, wr = igbsym.get("resnet.gamma"), igbsym.get("width.resnet_gamma")
+    assert float(rg.numpy(L=4, activation="relu", alpha=1.0, N=64)) == float(
+        wr.numpy(L=4, N=64, activation="relu", alpha=1.0))
+    assert float(rg.numpy(L=4, activation="relu", alpha=1.0)) == pytest.approx(3.0418700489955, rel=1e-12)
+    for form, kw in ((dg, dict(L=2, activation="relu", norm="batchnorm")),
+                     (dg, dict(L=2, activation="relu", norm="layernorm", placement="pre")),
+                     (dg, dict(L=40, activation="relu")),
+                     (rg, dict(L=2, activation="relu", alpha=1.0, order="linear-last")),
+                     (rg, dict(L=2, activation="relu", alpha=1.0, norm="layernorm")),
+                     (rg, dict(L=9, activation="relu", alpha=1.0))):
+        for call in (form.numpy, form.check):
+            with pytest.raises(InputError, match="N"):
+                call(N=64, **kw)

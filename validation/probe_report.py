@@ -54,7 +54,12 @@ def run(args) -> int:
     if getattr(args, "theory", False):
         from .translate import compare_with_probe, comparison_text
         info["theory"], theory = compare_with_probe(res, model, ds, res.n_classes, args.zero_bias, args.seed)
+    from .translate import compare_finite_width, finite_width_text
+    fw = compare_finite_width(args.model, ds, res)
+    if fw is not None:
+        info["finite_width"] = fw
     print(json.dumps(info, indent=1) if args.json else res.summary()
+          + ("\n" + finite_width_text(fw) if fw is not None else "")
           + ("\n" + comparison_text(info["theory"]) if theory is not None else ""))
     if args.report:
         paths = write(Path(args.report), res, info, theory)

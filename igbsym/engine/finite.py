@@ -44,6 +44,9 @@ from ..ops import Act
 IDENTITY = Act("identity")
 STEP = 1e-3            # finite-difference step, relative to the largest entry of the state
 FINITE_ERROR = 1e-6    # stated relative error of the 1/N coefficient (measured <= 5e-8: families/width.py)
+L_MAX = 32             # deepest net with a finite-width form: the series has long stopped holding there (README)
+L_MAX_RESIDUAL = 8     # deepest residual net: each block costs ~0.2 s (two nested covariances), and the trunk's
+                       # variance grows as (1 + alpha^2 ...)^L out of the quadrature's range for smooth phi
 REMAINDER_FACTOR = 2.0  # allowance for the O(1/N²) remainder: factor · (a/N)²/γ_∞ (module ``validity``)
 
 

@@ -41,11 +41,13 @@ import sympy as sp
 from .. import activations as acts
 from .. import mehler
 from .. import engine, gauss, spec
+from ..engine.finite import L_MAX as finite_L_MAX
 from .. import ops as O
 import dataclasses
 
 from .. import params as P
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
+from .. import registry
 from ..registry import register
 
 IGB = "igb-initial-guessing-bias.txt"
@@ -153,7 +155,28 @@ def exact_gamma(L, activation, norm, placement):
     return sp.simplify(state.c / (1 - state.c)) if L == 1 else state.c / (1 - state.c)
 
 
-def case(L, activation, norm, placement, where="depth.gamma"):
+def finite_supported(case) -> bool:
+    """A depth.gamma case with a finite-width form (width.gamma): no norm, or LayerNorm / RMSNorm after φ, and
+    L <= igbsym.engine.finite.L_MAX."""
+    norm = case.get("norm", "none")
+    return (norm == "none" or (norm in ("layernorm", "rmsnorm") and case.get("placement", "pre") == "post")) \
+        and case.get("L", 1) <= finite_L_MAX
+
+
+def _width_case(L, activation, norm, placement, N):
+    """depth.gamma at finite N: width.gamma's value (looked up in the registry at evaluation time: the width family
+    builds on this one, so this module cannot import it)."""
+    kw = dict(L=L, N=N, activation=activation, **({} if norm == "none" else dict(norm=norm, placement=placement)))
+    return NumericRoute(
+        lambda a, sigma_w, B=np.inf: registry.get("width.gamma").numpy(**kw, a=a, sigma_w=sigma_w),
+        lambda a, sigma_w, B=mpmath.inf: registry.get("width.gamma").mp(mpmath.mp.dps, **kw, a=a, sigma_w=sigma_w),
+        "width.gamma: depth.gamma + width.coefficient/N (the delta method on the two-point empirical kernel)",
+        "that of width.coefficient (1e-6 relative)", sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
+
+
+def case(L, activation, norm, placement, where="depth.gamma", N=np.inf):
+    if N != np.inf:
+        return _width_case(L, activation, norm, placement, N)
     kind = _kind(activation, norm, placement)
     if kind == "zero":
         return sp.S.Zero
@@ -178,7 +201,9 @@ def case(L, activation, norm, placement, where="depth.gamma"):
         method, error, sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
 
 
-def _kernel(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma"):
+def _kernel(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma", N=np.inf):
+    if N != np.inf:
+        return _width_case(L, activation, norm, placement, N).numpy(a=a, sigma_w=sigma_w)
     return np_path(L, activation, norm, placement, a, sigma_w, B, where)[-1]
 
 
@@ -220,6 +245,16 @@ B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),  
                    f"({BN_FORM}) covers relu only", applies=lambda case: _needs_full_batch(case.get("activation")))
 
 
+N_TEXT = "with norm none, or layernorm/rmsnorm placement post, and L <= 32"
+N_PARAM = Param("N", "integer", "width of every hidden layer and dimension of the data; inf (default): the width "
+                "limit; finite: width.gamma = gamma_L(inf) + a_L/N", default=float("inf"), minimum=1, allow_inf=True,
+                structural=True, used_when=lambda case: finite_supported(case), used_text=N_TEXT)
+FINITE_REL = 1e-6     # width.gamma's stated accuracy (igbsym.engine.finite.FINITE_ERROR)
+N_FINITE = Condition(sp.Eq(N_PARAM.symbol(), sp.oo, evaluate=False),
+                     "N = inf (a finite N needs norm none, or layernorm/rmsnorm placement post, and L <= 32)",
+                     applies=lambda case: case.get("N", np.inf) != np.inf and not finite_supported(case))
+
+
 def _needs_full_batch(activation) -> bool:
     """A norm='batchnorm' case whose mini-batch law is not known (see spec.Act._bn_minibatch)."""
     return activation not in ("relu",) + ODD
@@ -227,6 +262,10 @@ DEPTH_ACCURACY = Accuracy(1e-11, "smooth activations (sigmoid, gelu, silu): the 
                                   "1e-11 per layer (spec.QUAD_ERROR; measured <= 6e-16 against nested mpmath), "
                                   "amplified by 1/(1 - rho) at a fixed point of contraction rho (measured <= 1e-13 at "
                                   "L = 1e5); closed-form activations: rounding only (measured 1.3e-14 at L = 1e5)")
+DEPTH_N_ACCURACY = dataclasses.replace(
+    DEPTH_ACCURACY, reason=DEPTH_ACCURACY.reason + "; finite N: width.gamma's route, relative error <= 1e-6 (central "
+    "differences and nested quadrature, igbsym.engine.finite)",
+    per_case=lambda case: FINITE_REL if case.get("N", np.inf) != np.inf else DEPTH_ACCURACY.relative)
 ZERO_NOTE = "0 for every activation, width-limit exact; odd activations give 0 for every norm (data symmetric)"
 DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the arc-cosine map for (leaky) ReLU: "
               "gamma_L ~ 2 (1-a)^4 L^2 / (9 pi^2 (1+a^2)^2) as L -> inf (derivations/depth.py). SReLU (App. G.3) "
@@ -235,12 +274,14 @@ DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the
 register(ClosedForm(
     "depth.gamma", "gamma at the output of an L-hidden-layer MLP (infinite width, N(0, I) data, zero biases, "
                    "Kaiming weights) with an optional norm before (pre) or after (post) each activation.",
-    (L_PARAM, ACT, P.NORM, P.PLACEMENT, A, SW, B_USED),
-    Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE),
-    builder=case, kernel=_kernel, display=DISPLAY, accuracy=DEPTH_ACCURACY,
+    (L_PARAM, ACT, P.NORM, P.PLACEMENT, A, SW, B_USED, N_PARAM),
+    Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE
+               + ". Finite N: width.gamma (Roberts-Yaida-Hanin chs. 4-5; README 'Finite width')"),
+    builder=case, kernel=lambda L, activation, norm, placement, a, sigma_w, B=np.inf, N=np.inf: _kernel(
+        L, activation, norm, placement, a, sigma_w, B, N=N), display=DISPLAY, accuracy=DEPTH_N_ACCURACY,
     conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",
                           applies=lambda case: case.get("norm") == "batchnorm" and case.get("placement", "pre") == "pre"
-                          and _needs_full_batch(case.get("activation"))),)))
+                          and _needs_full_batch(case.get("activation"))), N_FINITE)))
 register(ClosedForm(
     "depth.corr_map", "One hidden (leaky) ReLU layer maps the input correlation c of two independent inputs to "
                       "E[phi(u)phi(u')]/E[phi(u)^2]: the normalised degree-1 arc-cosine kernel.",

@@ -19,7 +19,9 @@ import dataclasses
 
 from .. import params as P
 from ..params import L_NESTED, RANGE
-from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
+from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
+from .. import registry
+from ..engine.finite import L_MAX_RESIDUAL as finite_L_MAX
 from ..registry import register
 from .. import engine
 from ..engine import states as trunk_states
@@ -98,13 +100,34 @@ def _gamma_mp(L, activation, norm, placement, order):
     return fn
 
 
-def gamma_case(L, activation, norm="none", placement="pre", order="linear-first"):
+def finite_supported(case) -> bool:
+    """A resnet.gamma case with a finite-width form (width.resnet_gamma): linear-first blocks without norm,
+    L <= igbsym.engine.finite.L_MAX_RESIDUAL (8)."""
+    return case.get("norm", "none") == "none" and case.get("order", "linear-first") == "linear-first" \
+        and case.get("L", 1) <= finite_L_MAX
+
+
+def _width_case(L, activation, N):
+    """resnet.gamma at finite N: width.resnet_gamma's value (looked up in the registry at evaluation time: the width
+    family builds on this one)."""
+    kw = dict(L=L, N=N, activation=activation)
+    return NumericRoute(
+        lambda alpha, a, sigma_w: registry.get("width.resnet_gamma").numpy(**kw, alpha=alpha, a=a, sigma_w=sigma_w),
+        lambda alpha, a, sigma_w: registry.get("width.resnet_gamma").mp(mpmath.mp.dps, **kw, alpha=alpha, a=a,
+                                                                        sigma_w=sigma_w),
+        "width.resnet_gamma: resnet.gamma + a_L/N (the delta method on the trunk's five averages)",
+        "that of width.resnet_gamma (1e-6 relative)", sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
+
+
+def gamma_case(L, activation, norm="none", placement="pre", order="linear-first", N=np.inf):
     """Exact form for closed-form activations, no norm and L <= L_EXACT; else the composed numeric route (the
     SymPy backend of the same maps gives any nested case on demand: trunk_states(resnet_ops(...), 'sympy')).
     Odd φ (identity, tanh, erf): 0 exactly at every L: Dense, odd φ, the norms (LN, RMSNorm and full-batch BN
     commute with h → −h) and x + αF(x) are odd maps, so each output node is an odd function of the symmetric data
     and its centre E_x f(x) vanishes (igb-initial-guessing-bias.txt App. G.2; the composed route gives 0 too, at a
     1-d quadrature per block)."""
+    if N != np.inf:
+        return _width_case(L, activation, N)
     if acts.get(activation).odd:
         return sp.S.Zero
     closed = Act(activation).closed_form
@@ -123,6 +146,13 @@ def _nested_per_block(case) -> bool:
     return case.get("activation") in NESTED_ACTS and case.get("norm", "none") != "batchnorm"
 
 
+N_TEXT = "with norm none, order linear-first and L <= 8"
+N_PARAM = Param("N", "integer", "width of every layer and dimension of the data; inf (default): the width limit; "
+                "finite: width.resnet_gamma = gamma_L(inf) + a_L/N", default=float("inf"), minimum=1, allow_inf=True,
+                structural=True, used_when=lambda case: finite_supported(case), used_text=N_TEXT)
+N_FINITE = Condition(sp.Eq(N_PARAM.symbol(), sp.oo, evaluate=False),
+                     "N = inf (a finite N needs norm none, order linear-first and L <= 8)",
+                     applies=lambda case: case.get("N", np.inf) != np.inf and not finite_supported(case))
 NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
                          f"L <= {L_NESTED} for sigmoid, gelu, silu without batchnorm (each block is a nested "
                          "quadrature, at 30 and 50 digits ~1 s; the trunk has no fixed point to stop at)",
@@ -131,14 +161,19 @@ NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
 register(ClosedForm(
     "resnet.gamma", "gamma of a linear readout after L residual blocks x + alpha F(x) (infinite width, N(0, I) "
                     "data, Dense embedding, zero biases): the trunk's centred and shared second moments add.",
-    (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW),
+    (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW, N_PARAM),
     Provenance(SOURCE, "Secs. 6-7 (residual nets; no formula in the seeds)",
-               "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F"),
-    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH,),
+               "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F; "
+               "finite N: width.resnet_gamma (Roberts-Yaida-Hanin chs. 4-5)"),
+    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH, N_FINITE),
+    accuracy=Accuracy(1e-12, "finite N: width.resnet_gamma's route, relative error <= 1e-6 (central differences and "
+                             "nested quadrature, igbsym.engine.finite); N = inf: 1e-12",
+                      per_case=lambda case: 1e-6 if case.get("N", np.inf) != np.inf else 1e-12),
     # the closed form (L = 1, no norm) printed and used by mp, but NumPy composes the maps: the lambdified nest has
     # srelu's (σ_w² − 1) cancellation with no way to flag it
-    kernel=lambda L, activation, norm, placement, order, alpha, a, sigma_w: _gamma_np(
-        L, activation, norm, placement, order)(alpha, a, sigma_w)))
+    kernel=lambda L, activation, norm, placement, order, alpha, a, sigma_w, N=np.inf: (
+        _width_case(L, activation, N).numpy(alpha=alpha, a=a, sigma_w=sigma_w) if N != np.inf
+        else _gamma_np(L, activation, norm, placement, order)(alpha, a, sigma_w))))
 
 
 def corr_map_expr(activation):

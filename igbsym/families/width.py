@@ -38,7 +38,7 @@ from ..registry import register
 from . import depth as D
 
 RYH = "roberts-yaida-hanin (The Principles of Deep Learning Theory, 2022)"
-L_MAX_FINITE = 32      # the series has long stopped holding there for every activation (README, Finite width)
+L_MAX_FINITE = finite.L_MAX      # the series has long stopped holding there for every activation (README)
 NORMS = ("none", "layernorm", "rmsnorm")
 ERROR = finite.FINITE_ERROR
 
@@ -47,9 +47,19 @@ def _homogeneous(activation) -> bool:
     return acts.get(activation).slope is not None and activation != "srelu"
 
 
+@lru_cache(maxsize=None)
+def _odd_plus_constant(activation) -> bool:
+    """φ(x) + φ(−x) = 2φ(0) on a grid to rounding (sigmoid = 1/2 + tanh(x/2)/2): φ − φ(0) is odd."""
+    f = acts.get(activation).numpy
+    x = np.linspace(-20, 20, 401)
+    return bool(np.allclose(f(x, 0.01, 0.0) + f(-x, 0.01, 0.0), 2 * f(np.zeros(1), 0.01, 0.0), rtol=0, atol=1e-14))
+
+
 def _odd_zero(activation, norm) -> bool:
-    """γ = 0 at every width: odd φ with no norm or RMSNorm after it (units odd in x; LayerNorm keeps them odd too)."""
-    return acts.get(activation).odd
+    """γ = 0 at every width: odd φ with any norm after it (units odd in x; LayerNorm and RMSNorm keep them odd), and
+    φ = constant + odd (sigmoid) with LayerNorm after it: the per-sample centring removes the constant, so the
+    normalised units are odd in x (the delta-method walk left ~1e-7 of difference noise there: domain seed)."""
+    return acts.get(activation).odd or (norm == "layernorm" and _odd_plus_constant(activation))
 
 
 @lru_cache(maxsize=4096)
@@ -70,14 +80,14 @@ def series(L, activation, norm, a, sigma_w, refine=False):
 
 
 @lru_cache(maxsize=1024)
-def resnet_series(L, activation, alpha, a=0.01, sigma_w=2 ** 0.5):
+def resnet_series(L, activation, alpha, a=0.01, sigma_w=2 ** 0.5, refine=False):
     """((γ_∞, a_l) for blocks l = 1..L) of a residual MLP x + α φ(W x) (linear-first, no norm; a Dense embedding of
     gain σ_w; d_in = N): the trunk's five averages through the block (igbsym.engine.finite); γ_∞ is resnet.gamma.
     Odd φ: 0 at every width (odd maps of symmetric data)."""
     if acts.get(activation).odd:
         return tuple((0.0, 0.0) for _ in range(L))
     ops = S.resnet_ops(L, activation, alpha, a=a, sigma_w=sigma_w)
-    return tuple(finite.layer_series(ops[:1], ops[1:2], L, where="resnet at width N"))
+    return tuple(finite.layer_series(ops[:1], ops[1:2], L, where="width.resnet_gamma", refine=refine))
 
 
 def uneven(activation, norm, a, sigma_w, d_in, widths):
@@ -183,3 +193,42 @@ register(ClosedForm(
     (L_PARAM, N_PARAM, D.ACT, NORM_PARAM, PLACEMENT, D.A, D.SW),
     Provenance(RYH, "chs. 4-5; igb-initial-guessing-bias.txt App. F.1", NOTE),
     builder=_gamma_case, display=G_DISPLAY, accuracy=ACCURACY))
+
+
+# --------------------------------------------------------------------------------------------- residual nets
+ALPHA = Param("alpha", "nonnegative", "branch scale: x + alpha phi(W x)")
+L_RES = Param("L", "integer", "number of residual blocks", structural=True, minimum=1, maximum=finite.L_MAX_RESIDUAL)
+R_DISPLAY = (r"\gamma_L(N) = \gamma_L(\infty) + \frac{a_L}{N} + O(N^{-2}),\quad x_{l} = x_{l-1} + "
+             r"\alpha\,\phi(W_l x_{l-1}),\quad a_L = \lim_{N\to\infty} N\left(\gamma_L(N) - \gamma_L(\infty)\right)")
+
+
+def resnet_gamma(L, N, activation, alpha, a=0.01, sigma_w=np.sqrt(2.0), which="gamma", refine=False):
+    """γ_∞ + a_L/N of the residual MLP (``resnet_series``; NumPy, broadcast over N, α, a, σ_w); ``which``:
+    'gamma' (that sum) or 'coefficient' (a_L); ``refine``: the mpmath route's finer discretisation."""
+    N, alpha, a, sigma_w = np.broadcast_arrays(*(np.asarray(v, float) for v in (N, alpha, a, sigma_w)))
+    out = np.empty(N.shape)
+    for i in np.ndindex(N.shape):
+        g, c = resnet_series(L, activation, float(alpha[i]), float(a[i]), float(sigma_w[i]), refine)[-1]
+        out[i] = c if which == "coefficient" else g + c / N[i]
+    return out
+
+
+def _resnet_case(L, activation):
+    if acts.get(activation).odd:
+        return sp.S.Zero
+    return NumericRoute(
+        lambda N, alpha, a, sigma_w: resnet_gamma(L, N, activation, alpha, a, sigma_w),
+        _mp(lambda N, alpha, a, sigma_w: resnet_gamma(L, N, activation, alpha, a, sigma_w, refine=True)),
+        "resnet.gamma + a_L/N: the trunk's five averages through x + alpha phi(W x) by the delta method "
+        "(igbsym.engine.finite)", ACCURACY.reason, sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
+
+
+register(ClosedForm(
+    "width.resnet_gamma", "gamma of a linear readout after L residual blocks x + alpha phi(W x) (linear-first, no "
+                          "norm, a Dense embedding of gain sigma_w, d_in = N = every width) to first order in 1/N: "
+                          "resnet.gamma + a_L/N; " + VALID + ".",
+    (L_RES, N_PARAM, D.ACT, ALPHA, D.A, D.SW),
+    Provenance(RYH, "chs. 4-5; moments-well-behaved-vs-pathological.txt Secs. 6-7 (the residual block)",
+               "d_in = N = every width; the skip path adds the trunk unit's own values, so the block's one-unit "
+               "covariance E_i[A(x_i) C A(x_i)^T] needs only the trunk's second moments (engine/finite.py). " + VALID),
+    builder=_resnet_case, display=R_DISPLAY, accuracy=ACCURACY))
