@@ -446,7 +446,7 @@ def test_point_time_limit_counts_cpu_and_catches_a_hang():
         with time_limit(0.2):
             while True:
                 pass
-    assert 0.2 <= time.process_time() - start < 2
+    assert 0.15 <= time.process_time() - start < 2   # the profiling timer and process_time tick differently
     with pytest.raises(PointTimeout, match="wall"):
         with time_limit(0.03):
             time.sleep(5)

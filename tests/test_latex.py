@@ -25,7 +25,7 @@ le mapsto sum prod binom Gamma beta delta lambda nu chi tilde hat bar arctan arc
 geq leq neq ne lim to cdots ldots vdots ln item itemize Bigl Bigr bigl bigr Big mathcal sim mathbb mathbf times pm mp
 approx equiv propto partial nabla qquad theta phi psi omega rho tau zeta eta xi epsilon emph hfill normalfont small
 setlength parindent parskip allowdisplaybreaks sloppy label Delta overset notin in description surd pagestyle
-textbar lvert rvert mid operatorname quad qquad det tr matrix""".split())
+textbar lvert rvert mid operatorname quad qquad det tr matrix Sigma Omega Lambda Pi Theta Xi Psi""".split())
 PDFLATEX = shutil.which("pdflatex")
 needs_tex = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (CI installs TeX Live)")
 OVERFULL_PT = 3.0  # an overfull box wider than this fails the compile test
