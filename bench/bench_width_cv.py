@@ -35,6 +35,7 @@ from igbsym.validation import control_variate as cv  # noqa: E402
 from igbsym.validation.estimators import gamma_of_sim  # noqa: E402
 from igbsym.validation.simulate import NetSpec, simulate  # noqa: E402
 from igbsym.validation.stats import gamma_units, ratio_estimate  # noqa: E402
+from timing import user_mlp  # noqa: E402
 
 TARGET = 0.01
 D_IN, N, P_LOOP, P_FRESH = 784, 256, 1000, 100
@@ -57,15 +58,7 @@ def loop(act, L, n, seed=0):
     mus, vars_ = [], []
     t0 = cpu()
     for _ in range(n):
-        layers, fan = [], D_IN
-        for _ in range(L):
-            layers += [nn.Linear(fan, N), ACT[act]()]
-            fan = N
-        net = nn.Sequential(*layers, nn.Linear(fan, 2))
-        for m in net:
-            if isinstance(m, nn.Linear):
-                nn.init.kaiming_normal_(m.weight)
-                nn.init.zeros_(m.bias)
+        net = user_mlp(D_IN, L, N, ACT[act])
         with torch.no_grad():
             o = net(X).double()
         mus.append(o.mean(0))

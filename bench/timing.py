@@ -12,13 +12,15 @@ def best_of(fn, repeat=5):
     return best
 
 
-def user_mlp(d_in: int, depth: int, width: int = 100):
+def user_mlp(d_in: int, depth: int, width: int = 100, activation=None):
     """The network a user writes per init (the IGB paper's code): a fresh ``nn.Sequential`` of ``depth``
-    Linear(·, width) → ReLU blocks and a Linear(·, 2) readout, ``kaiming_normal_`` weights, zero biases."""
+    Linear(·, width) → activation (an nn.Module class; ReLU by default) blocks and a Linear(·, 2) readout,
+    ``kaiming_normal_`` weights, zero biases."""
     from torch import nn
+    activation = activation or nn.ReLU
     layers, fan = [], d_in
     for _ in range(depth):
-        layers += [nn.Linear(fan, width), nn.ReLU()]
+        layers += [nn.Linear(fan, width), activation()]
         fan = width
     net = nn.Sequential(*layers, nn.Linear(fan, 2))
     for m in net:

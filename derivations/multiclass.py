@@ -18,6 +18,7 @@ from igbsym.functions import Phi
 from igbsym.multiclass_numerics.power import moment_excess
 
 from .base import Derivation, DerivationError, Proof, require
+from ..gauss import bvn_cdf
 
 z, u, d_, t = sp.symbols("z u delta t", real=True)
 gamma = sp.Symbol("gamma", positive=True)
@@ -211,7 +212,7 @@ def _three_classes(d: Derivation):
     x, w = np.polynomial.hermite_e.hermegauss(60)
     w = w / w.sum()
     u1, u2, u3 = np.meshgrid(x, x, x, indexing="ij")
-    G = fam.bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
+    G = bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
     mean_check = float(np.einsum("i,j,k,ijk->", w, w, w, G))
     require(abs(mean_check - 1 / 3) < 1e-12, "E G_1 = 1/3 by the 3-d Gauss-Hermite rule")
     p_e = float(igbsym.get("multiclass.p_empty").numpy(gamma=1.0, C=3, D=1))

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import igbsym
 from igbsym.families import multiclass as fam
 from igbsym.multiclass_numerics import power, three
+from igbsym.gauss import bvn_cdf
 
 get = igbsym.get
 REL = fam.VAR_REL
@@ -140,7 +141,7 @@ def _gauss_hermite_three(F, gamma, n):
     x, w = np.polynomial.hermite_e.hermegauss(n)
     w, s = w / w.sum(), math.sqrt(gamma)
     u1, u2, u3 = np.meshgrid(s * x, s * x, s * x, indexing="ij")
-    G = fam.bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
+    G = bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
     return float(np.einsum("i,j,k,ijk->", w, w, w, F(G)))
 
 

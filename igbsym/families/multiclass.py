@@ -109,21 +109,6 @@ def _step(C: int) -> float:
 
 
 # ============================================================================ bivariate normal (Owen's T)
-def bvn_cdf(a, b, rho):
-    """Phi_2(a, b; rho) = P(X <= a, Y <= b), corr(X, Y) = rho in (-1, 1), by Owen's T (vectorised):
-    ½Φ(a) + ½Φ(b) − T(a, (b − ρa)/(a r)) − T(b, (a − ρb)/(b r)) − β, r = √(1 − ρ²), β = ½ if a, b have opposite
-    signs (or one is 0 and a + b < 0). At a = 0 the first T is its limit sign(b − ρa)/4 (likewise at b = 0); signs,
-    not products, decide β (a·b underflows for tiny arguments)."""
-    a, b, rho = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float), np.asarray(rho, float))
-    r = np.sqrt((1 - rho) * (1 + rho))
-    sa, sb = np.sign(a), np.sign(b)
-    beta = np.where((sa * sb < 0) | ((sa * sb == 0) & (a + b < 0)), 0.5, 0.0)
-    with np.errstate(all="ignore"):
-        # (b − ρa)/(a r) as (b/a − ρ)/r: a subnormal a carries few digits, and ρa or a·r would pass its rounding on
-        ta = np.where(a == 0, np.sign(b - rho * a) / 4, special.owens_t(a, (b / a - rho) / r))
-        tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a / b - rho) / r))
-    out = 0.5 * (special.ndtr(a) + special.ndtr(b)) - ta - tb - beta
-    return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)   # the orthant (Sheppard)
 
 
 def mp_bvn_cdf(h, k, rho):

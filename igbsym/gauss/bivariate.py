@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import mpmath
 import numpy as np
+from scipy import special
 
 from .. import activations as acts
 from ..errors import NumericalError
@@ -204,3 +205,20 @@ def pair_kernel_np(name, a, k, va, vb):
         inner = f(v, a, 0.0) @ w                                                     # [m, n]
         flat_o[lo:lo + chunk] = (outer * inner) @ w
     return out
+
+
+def bvn_cdf(a, b, rho, r=None):
+    """Phi_2(a, b; rho) = P(X <= a, Y <= b), corr(X, Y) = rho in (-1, 1), by Owen's T (vectorised): ½Φ(a) + ½Φ(b) −
+    T(a, (b − ρa)/(a r)) − T(b, (a − ρb)/(b r)) − β, r = √(1 − ρ²), β = ½ if a, b have opposite signs (or one is 0 and
+    a + b < 0); ``r`` may be passed exactly where ρ rounds to 1. At a = 0 the first T is its limit sign(b − ρa)/4
+    (likewise at b = 0); signs, not products, decide β (a·b underflows for tiny arguments)."""
+    a, b, rho = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float), np.asarray(rho, float))
+    r = np.sqrt((1 - rho) * (1 + rho)) if r is None else np.asarray(r, float)   # r exact when given (rho -> 1)
+    sa, sb = np.sign(a), np.sign(b)
+    beta = np.where((sa * sb < 0) | ((sa * sb == 0) & (a + b < 0)), 0.5, 0.0)
+    with np.errstate(all="ignore"):
+        # (b − ρa)/(a r) as (b/a − ρ)/r: a subnormal a carries few digits, and ρa or a·r would pass its rounding on
+        ta = np.where(a == 0, np.sign(b - rho * a) / 4, special.owens_t(a, (b / a - rho) / r))
+        tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a / b - rho) / r))
+    out = 0.5 * (special.ndtr(a) + special.ndtr(b)) - ta - tb - beta
+    return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)   # the orthant (Sheppard)

@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..gauss import composite_gauss_legendre, gauss_legendre
+from ..gauss import bvn_cdf, composite_gauss_legendre, gauss_legendre
 
 RHO_SPLIT = 0.9        # above: the (tau_1, y) route (copula ridge), below: (tau_1, tau_2)
 RHO_DREZNER = 0.5      # at or below: Delta = P - Q by Drezner's integral (relative); above: log P - log Q
@@ -44,23 +44,11 @@ _SQ2PI = math.sqrt(2 * math.pi)
 def _log_upper_cdf(t1, t2, rho, r):
     """log P, P = Phi_2(t1, t2; rho) = 1 - tail, tail = Phi(-t1) + Phi(-t2) - Phi_2(-t1, -t2; rho) (Owen's T with the
     exact r), so log1p(-tail) keeps the upper tail (P near 1) to full precision."""
-    upper = bvn_upper(t1, t2, rho, r)
+    upper = bvn_cdf(-t1, -t2, rho, r)                     # P(X > t1, Y > t2)
     tail = special.ndtr(-t1) + special.ndtr(-t2) - upper
     with np.errstate(divide="ignore"):
         return np.log1p(-np.clip(tail, 0.0, 1.0))
 
-
-def bvn_upper(a, b, rho, r):
-    """P(X > a, Y > b) for a standard bivariate normal of correlation rho, r = sqrt(1 - rho^2) given exactly (Owen's
-    T; the formula of multiclass.bvn_cdf at (-a, -b))."""
-    a, b = np.broadcast_arrays(-np.asarray(a, float), -np.asarray(b, float))
-    sa, sb = np.sign(a), np.sign(b)
-    beta = np.where((sa * sb < 0) | ((sa * sb == 0) & (a + b < 0)), 0.5, 0.0)
-    with np.errstate(all="ignore"):
-        ta = np.where(a == 0, np.sign(b - rho * a) / 4, special.owens_t(a, (b / a - rho) / r))
-        tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a / b - rho) / r))
-    out = 0.5 * (special.ndtr(a) + special.ndtr(b)) - ta - tb - beta
-    return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)
 
 
 def _drezner_delta(t1, t2, rho):

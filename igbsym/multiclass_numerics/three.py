@@ -21,7 +21,7 @@ from scipy import optimize, special
 
 from ..errors import NumericalError
 from ..gauss import gauss_legendre
-from .power import bvn_upper
+from ..gauss import bvn_cdf
 
 PANEL_CAP = 1.0       # widest panel where G_1 still changes (|d| <= CAP_ZONE)
 CAP_ZONE = 24.0
@@ -37,8 +37,8 @@ def log_fraction(d2, d3):
     from the side where it is small (G = P(X > -a, Y > -b) by Owen's T; 1 - G = Phi(-a) + Phi(-b) - P(X > a, Y > b)),
     so neither loses relative precision when tiny."""
     a, b = -np.asarray(d2, float) / _SQ2, -np.asarray(d3, float) / _SQ2
-    G = bvn_upper(-a, -b, 0.5, _R_HALF)                     # P(X < a, Y < b) = P(-X > -a, -Y > -b)
-    Q = special.ndtr(-a) + special.ndtr(-b) - bvn_upper(a, b, 0.5, _R_HALF)
+    G = bvn_cdf(a, b, 0.5, _R_HALF)                         # P(X < a, Y < b)
+    Q = special.ndtr(-a) + special.ndtr(-b) - bvn_cdf(-a, -b, 0.5, _R_HALF)
     with np.errstate(divide="ignore"):
         lg = np.where(G < 0.5, np.log(np.maximum(G, 1e-320)), np.log1p(-np.minimum(Q, 1.0)))
         lq = np.where(Q < 0.5, np.log(np.maximum(Q, 1e-320)), np.log1p(-np.minimum(G, 1.0)))
