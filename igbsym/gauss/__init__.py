@@ -5,11 +5,13 @@
 - ``univariate``: E[f(σZ)] of any integrand (NumPy and mpmath, with σ-independent far-field splits) and the moments
   of an activation on u ~ N(0, q) (E φ, E φ², Var φ, E φ'(u)², small-q Taylor limits).
 - ``bivariate``: the pair moments of an activation for two inputs with correlation c (S, P, V, M, D: the layer map),
-  and E[φ(u)φ(v)] for unequal variances over many pairs (the dataset kernel's activation map).
+  E[φ(u)φ(v)] for unequal variances over many pairs (the dataset kernel's activation map), and the bivariate
+  normal cdf Φ₂ (``bvn_cdf``, Owen's T) of the multiclass law.
 
-Stated error (tests/test_gauss.py, tests/test_spec.py compare with nested mpmath quadrature): NumPy relative error
-<= 1e-12 for one-dimensional expectations (σ <= 100; activation moments q <= 1e300) and <= 1e-11 per layer for the
-pair moments (q <= 100); mpmath routes to the working precision.
+Stated error (tests/test_spec.py, tests/test_domain_regressions.py compare with nested mpmath quadrature;
+tests/test_multiclass.py Φ₂ with mpmath): NumPy relative error <= 1e-12 for one-dimensional expectations (σ <= 100;
+activation moments q <= 1e300) and <= 1e-11 per layer for the pair moments (q <= 100); mpmath routes to the working
+precision.
 """
 from .bivariate import KERNEL_ERROR, QUAD_ERROR, Q_LINEAR, TAYLOR_S, bvn_cdf, pair_kernel_np, pair_mp, pair_np
 from .rules import (X_KINK, Z_MAX, composite_gauss_legendre, gauss_legendre, kink_nodes, mp_hermite, normal_nodes)
