@@ -470,7 +470,7 @@ def test_relative_bound_of_the_law_is_implied_by_the_absolute_one_and_infinite_i
     """law_relative_bound restates law_bound relatively (b/(F_hat - b)); where F_hat <= b it claims nothing (inf).
     Independent reference: the exact igb law at C = 2 through the same randomised QMC engine (law_se at C = 2)."""
     g = np.array([0.5 / 10, 1 / 10, 2 / 10])
-    F, b = fam.get_cdf(g, 1.0, 10), fam.law_bound(g, 1.0, 10)
+    F, b = fam.cdf_numpy(g, 1.0, 10), fam.law_bound(g, 1.0, 10)
     rel = fam.law_relative_bound(g, 1.0, 10)
     assert np.allclose(rel, b / (F - b), rtol=1e-14) and np.all(rel < 0.1)
     assert np.isinf(fam.law_relative_bound(np.array([1e-9]), 0.01, 10)[0])

@@ -531,7 +531,7 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
     deterministic route's relative bound, THREE_ERROR x the value (multiclass_numerics/three.py)."""
     g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 3:
-        return THREE_ERROR * get_cdf(g, gamma, 3)
+        return THREE_ERROR * cdf_numpy(g, gamma, 3)
     taylor = _tables([gamma], int(C))[float(gamma)].taylor_error(g)
     return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET + taylor
 
@@ -542,14 +542,14 @@ def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
     correct digit can be claimed there: the tails at C >= 4). C = 3: THREE_ERROR. Measured at C >= 4 (16 scrambles):
     3e-3 ... 6e-2 in the bulk (g within [1/(2C), 2/C], gamma in [0.01, 100]), far from the issue's 1e-6 (open)."""
     g = np.atleast_1d(np.asarray(g, float))
-    F, b = get_cdf(g, gamma, C), law_bound(g, gamma, C)
+    return _relative(cdf_numpy(g, gamma, C), law_bound(g, gamma, C))
+
+
+def _relative(value, bound):
+    """|v_hat - v| <= b  =>  |v_hat - v|/v <= b/(v_hat - b) where v_hat > b; inf where v_hat <= b (no digit)."""
+    value, bound = np.asarray(value, float), np.asarray(bound, float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(F > b, b / np.where(F > b, F - b, 1.0), np.inf)
-
-
-def get_cdf(g, gamma, C):
-    """multiclass.cdf's NumPy value (no input validation; internal)."""
-    return cdf_numpy(g, gamma, C)
+        return np.where(value > bound, bound / np.where(value > bound, value - bound, 1.0), np.inf)
 
 
 LAW_DET = 1e-5     # deterministic error (trapezoid < 1e-10, Hermite inversion < 1e-7: measured at C = 3 vs Gauss-
@@ -667,15 +667,19 @@ def p_empty_relative_bound(gamma: float, C: int, D: int) -> float:
 
 def _p_empty_upper(gamma: float, C: int, D: int) -> float:
     """p_hat + b (C >= 4): a true upper bound of p_empty at the confidence of law_bound, where no digit is resolved."""
-    reps = p_empty_replicates(gamma, int(C), int(D))
-    return min(1.0, float(reps.mean()) + T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET)
+    return min(1.0, sum(_qmc_estimate(p_empty_replicates(gamma, int(C), int(D)))))
+
+
+def _qmc_estimate(reps: np.ndarray) -> tuple:
+    """(p_hat, b) from the per-scramble estimates ``reps`` of a probability: their mean and the absolute bound of
+    law_bound, b = T_FACTOR x SE + LAW_DET."""
+    return float(reps.mean()), T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET
 
 
 def qmc_relative_bound(reps: np.ndarray) -> float:
-    """b/(p_hat - b) (inf where p_hat <= b) for the per-scramble estimates ``reps`` of a probability,
-    b = T_FACTOR x SE + LAW_DET (the absolute bound of law_bound)."""
-    p, b = float(reps.mean()), T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET
-    return b / (p - b) if p > b else math.inf
+    """b/(p_hat - b) (inf where p_hat <= b) for the per-scramble estimates ``reps`` of a probability
+    (``_qmc_estimate``)."""
+    return float(_relative(*_qmc_estimate(reps)))
 
 
 def _p_empty_binary(gamma, D):
