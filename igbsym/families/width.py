@@ -62,21 +62,28 @@ def _odd_zero(activation, norm) -> bool:
     return acts.get(activation).odd or (norm == "layernorm" and _odd_plus_constant(activation))
 
 
-@lru_cache(maxsize=4096)
-def series(L, activation, norm, a, sigma_w, refine=False):
-    """((γ_∞, a_l) for l = 1..L) at one point; homogeneous φ at σ_w = 1 (γ and a do not depend on σ_w)."""
+def _mlp_series(L, activation, norm, a, sigma_w, r_in=1.0, r=None, where="width", refine=False):
+    """[(γ_∞, correction)] per hidden layer of the MLP with a norm after φ (engine.finite.layer_series with the width
+    ratios r_in = N/d_in, r_l = N/N_l), with the exact cases set exactly: odd φ (``_odd_zero``) 0 everywhere; one
+    homogeneous layer without norm a correction of 0 at any widths (derivations/width.py; the differences leave
+    ~1e-8); LayerNorm γ_∞ = 0 (Thm F.3; the walk leaves ~1e-17). Homogeneous φ at σ_w = 1 (nothing depends on it)."""
     if _odd_zero(activation, norm):
-        return tuple((0.0, 0.0) for _ in range(L))
+        return [(0.0, 0.0)] * L
     if _homogeneous(activation):
         sigma_w = 1.0
-    placement = "post"
-    ops = D.block(activation, norm, placement, a, sigma_w)
-    out = finite.layer_series((O.Dense(None, sigma_w),), ops, L, where="width.coefficient", refine=refine)
+    ops = D.block(activation, norm, "post", a, sigma_w)
+    out = finite.layer_series((O.Dense(None, sigma_w),), ops, L, r_in, r, where=where, refine=refine)
     if _homogeneous(activation) and norm == "none":
-        out[0] = (out[0][0], 0.0)      # exact (derivations/width.py); the differences leave ~1e-8
+        out[0] = (out[0][0], 0.0)
     if norm == "layernorm":
-        out = [(0.0, coef) for _, coef in out]      # γ_∞ = 0 exactly (Thm F.3); the walk leaves ~1e-17
-    return tuple(out)
+        out = [(0.0, coef) for _, coef in out]
+    return out
+
+
+@lru_cache(maxsize=4096)
+def series(L, activation, norm, a, sigma_w, refine=False):
+    """((γ_∞, a_l) for l = 1..L) at one point, every width N (``_mlp_series``)."""
+    return tuple(_mlp_series(L, activation, norm, a, sigma_w, where="width.coefficient", refine=refine))
 
 
 @lru_cache(maxsize=1024)
@@ -92,14 +99,8 @@ def resnet_series(L, activation, alpha, a=0.01, sigma_w=2 ** 0.5, refine=False):
 
 def uneven(activation, norm, a, sigma_w, d_in, widths):
     """[(γ_∞, δ_l)] per hidden layer of an MLP with input dimension d_in and hidden widths N_1..N_L: the first-order
-    correction δ = a_in/d_in + Σ_l a_l/N_l (the engine's ratios at a formal N = 1)."""
-    if acts.get(activation).odd:
-        return [(0.0, 0.0)] * len(widths)
-    sigma_w = 1.0 if _homogeneous(activation) else sigma_w
-    ops = D.block(activation, norm, "post", a, sigma_w)
-    out = finite.layer_series((O.Dense(None, sigma_w),), ops, len(widths), 1 / d_in, [1 / w for w in widths],
-                              where="width")
-    return [(0.0 if norm == "layernorm" else g, corr) for g, corr in out]
+    correction δ = a_in/d_in + Σ_l a_l/N_l (the engine's ratios at a formal N = 1; ``_mlp_series``)."""
+    return _mlp_series(len(widths), activation, norm, a, sigma_w, 1 / d_in, [1 / w for w in widths])
 
 
 def _points(fn, L, activation, norm, a, sigma_w, refine=False):
@@ -115,11 +116,11 @@ def coefficient(L, activation, norm="none", a=0.01, sigma_w=np.sqrt(2.0)):
     return _points(lambda pair: pair[1], L, activation, norm, a, sigma_w)
 
 
-def gamma_width(L, N, activation, norm="none", a=0.01, sigma_w=np.sqrt(2.0)):
-    """γ_∞ + a_L/N (NumPy, broadcast over N, a, σ_w)."""
+def gamma_width(L, N, activation, norm="none", a=0.01, sigma_w=np.sqrt(2.0), refine=False):
+    """γ_∞ + a_L/N (NumPy, broadcast over N, a, σ_w); ``refine``: the mpmath route's finer discretisation."""
     N, a, sigma_w = np.broadcast_arrays(np.asarray(N, float), np.asarray(a, float), np.asarray(sigma_w, float))
-    g = _points(lambda pair: pair[0], L, activation, norm, a, sigma_w)
-    c = _points(lambda pair: pair[1], L, activation, norm, a, sigma_w)
+    g = _points(lambda pair: pair[0], L, activation, norm, a, sigma_w, refine)
+    c = _points(lambda pair: pair[1], L, activation, norm, a, sigma_w, refine)
     return g + c / N
 
 
@@ -175,8 +176,7 @@ def _gamma_case(L, activation, norm, placement="post"):
         return sp.S.Zero
     return NumericRoute(
         lambda N, a, sigma_w: gamma_width(L, N, activation, norm, a, sigma_w),
-        _mp(lambda N, a, sigma_w: (_points(lambda pair: pair[0], L, activation, norm, a, sigma_w, True)
-                                   + _points(lambda pair: pair[1], L, activation, norm, a, sigma_w, True) / N)),
+        _mp(lambda N, a, sigma_w: gamma_width(L, N, activation, norm, a, sigma_w, refine=True)),
         "depth.gamma + width.coefficient / N", ACCURACY.reason,
         sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
 
