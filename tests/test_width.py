@@ -102,7 +102,7 @@ def test_infinite_width_part_is_depth_gamma_and_uneven_widths_are_linear():
     s = finite.layer_series(head, ops, 4)
     for l, (g, _) in enumerate(s, 1):
         assert g == pytest.approx(float(igbsym.get("depth.gamma").numpy(L=l, activation="gelu")), rel=1e-9)
-    a = lambda r_in, r: finite.layer_series(head, ops, 4, r_in, r)[-1][1]  # noqa: E731
+    a = lambda r_in, r: finite.layer_series(head, ops, 4, r_in, r)[-1][1]
     assert a(0.0, [1] * 4) + a(1.0, [0] * 4) == pytest.approx(a(1.0, [1] * 4), rel=1e-8)
     assert a(2.0, [1] * 4) - a(1.0, [1] * 4) == pytest.approx(a(1.0, [0] * 4), rel=1e-8)
 

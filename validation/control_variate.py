@@ -81,7 +81,7 @@ def _unit_moments(act, sigma):
         m, v = gaussian_unit_moments(act, sigma)
         return m, v + m * m
     phi, a = acts.get(act.name).numpy, float(act.a)
-    f = lambda u: phi(u, a, 0.0)  # noqa: E731
+    f = lambda u: phi(u, a, 0.0)
     return gauss.expect(f, sigma), gauss.expect(lambda u: f(u) ** 2, sigma)
 
 

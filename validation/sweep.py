@@ -17,13 +17,12 @@ simulated in the same batch as in a single-process run and γ̂ agrees to the la
 
 Predictions: ``igbsym.predict.predict`` (the registered ``depth.gamma`` path per layer, ``bn.gamma_canonical``
 under BatchNorm, ``maxpool.gamma`` with pooling) for Gaussian data and Gaussian weights, the infinite-width
-limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged. The judged
-column is the finite-width one (issue 28; ``width.gamma``, uneven widths by igbsym.families.width.uneven): pred_N
-= γ_∞ + δ (δ = a_in/d_in + Σ a_l/N_l), z_N = (γ̂ − pred_N)/SE and verdict 'pass' where |γ̂ − pred_N| <= Z_JUDGE·SE
-+ the derived O(1/N²) remainder (igbsym.engine.finite.judge), 'fail' otherwise, 'outside series' where the series'
-condition fails, None where no finite-width form covers the point (BatchNorm, a norm before φ, pooling, non-Gaussian
-weights or data).
-"""
+limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged. The judged column
+is the finite-width one (issue 28; ``width.gamma``, uneven widths by igbsym.families.width.uneven): pred_N = γ_∞ + δ (δ
+= a_in/d_in + Σ a_l/N_l), z_N = (γ̂ − pred_N)/SE and verdict 'pass' where |γ̂ − pred_N| <= 5·SE + the derived O(1/N²)
+remainder (igbsym.engine.finite.judge and .verdict), 'fail' otherwise, 'outside series' where the series' condition
+fails, None where no finite-width form covers the point (BatchNorm, a norm before φ, pooling, non-Gaussian weights or
+data)."""
 from __future__ import annotations
 
 import math
@@ -54,9 +53,6 @@ def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- results
-Z_JUDGE = 5.0      # as the checks (validation/checks.py): two-sided normal false-failure rate 5.7e-7 per verdict
-
-
 def finite_prediction(config) -> list | None:
     """Per hidden layer (pred_N, remainder, holds) of the finite-width series, or None where no form covers it."""
     if (config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None
@@ -94,6 +90,7 @@ def prediction(config) -> tuple:
 def summarise(config, seed, fields, units) -> dict:
     """γ̂ ± SE per layer and at the output, the prediction and z, and the G0 law test (KS vs igb.cdf)."""
     import igbsym
+    from igbsym.engine import finite
     from .stats import jitter_g0, ks_test, ratio_estimate
     depth, n = len(config["widths"]), units.shape[0]
     col = {f: units[:, i] for i, f in enumerate(fields)}
@@ -109,8 +106,7 @@ def summarise(config, seed, fields, units) -> dict:
         if fin is not None:
             p_n, rem, holds = fin[l - 1]
             row.update(pred_N=p_n, z_N=(est.value - p_n) / est.se if est.se > 0 else None, remainder=rem)
-            row["verdict"] = "outside series" if not holds else (
-                "pass" if abs(est.value - p_n) <= Z_JUDGE * est.se + rem else "fail")
+            row["verdict"] = finite.verdict(est.value, est.se, p_n, rem, holds)
         layers.append(row)
     out = dict(layers[-1])
     del out["layer"]

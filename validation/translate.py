@@ -236,10 +236,10 @@ def compare_finite_width(name, ds, res) -> dict | None:
         g, corr = W.uneven(act, norm, 0.01, math.sqrt(2.0), d_in, list(widths))[-1]
     holds, rem = finite.judge(g, corr, min(d_in, *widths))
     est = res.gamma
-    z = lambda pred: (est.value - pred) / est.se if est.se > 0 else (0.0 if est.value == pred else math.inf)  # noqa: E731
+    z = lambda pred: (est.value - pred) / est.se if est.se > 0 else (0.0 if est.value == pred else math.inf)
     return dict(gamma_inf=g, gamma_N=g + corr, correction=corr, holds=bool(holds), remainder=rem, d_in=d_in,
                 widths=list(widths), z_inf=z(g), z_N=z(g + corr),
-                passes=bool(holds and abs(est.value - g - corr) <= 5 * est.se + rem))
+                passes=finite.verdict(est.value, est.se, g + corr, rem, holds) == "pass")
 
 
 def finite_width_text(cmp: dict) -> str:

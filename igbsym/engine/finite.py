@@ -260,6 +260,17 @@ ZERO_REL = 4.0          # γ_∞ = 0 (LayerNorm after φ): |b/a| <= 4 for γ = a
                        # b/a ≈ −4 and −2.8 at ReLU + LN, L = 1, 2, torch, N = 16; README "Finite width")
 
 
+Z_VERDICT = 5.0         # as validation/checks.Z_DEFAULT: two-sided normal false-failure rate 5.7e-7 per verdict
+
+
+def verdict(estimate, se, prediction, remainder, holds, z=Z_VERDICT) -> str:
+    """A measured γ̂ ± SE against the finite-width prediction (``judge``'s remainder and condition): 'outside series'
+    where the condition fails, else 'pass' iff |γ̂ − pred_N| <= z·SE + remainder, 'fail' otherwise."""
+    if not holds:
+        return "outside series"
+    return "pass" if abs(estimate - prediction) <= z * se + remainder else "fail"
+
+
 def validity(gamma_inf, a, N):
     """``judge(gamma_inf, a/N, N)`` for uniform width N (d_in = N)."""
     return judge(gamma_inf, a / N, N)
