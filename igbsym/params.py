@@ -17,6 +17,17 @@ LEAKY_A = Param("a", "real", "leaky slope, used by leaky_relu only", default=0.0
 SIGMA_W_PARAM = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w^2/fan_in); default sqrt(2), the "
                       "papers' Kaiming setting (igbsym.ops.SIGMA_W)", default=SIGMA_W)
 NORM = Param("norm", "choice", "normalisation layer", choices=NORMS, default="none")
+
+
+def width_param(form: str, supported, text: str) -> tuple:
+    """(N, its condition) of a form whose finite-N value is the width family's ``form`` (issue 28): N = inf (the
+    default) is the width limit; a finite N is used where ``supported(case)`` and refused elsewhere in one line
+    that says what it needs (``text``)."""
+    param = Param("N", "integer", f"width of every hidden layer and dimension of the data; inf (default): the width "
+                  f"limit; finite: {form} = gamma_L(inf) + a_L/N", default=float("inf"), minimum=1, allow_inf=True,
+                  structural=True, used_when=supported, used_text=f"with {text}")
+    return param, Condition(sp.Eq(param.symbol(), sp.oo, evaluate=False), f"N = inf (a finite N needs {text})",
+                            applies=lambda case: case.get("N", float("inf")) != float("inf") and not supported(case))
 PLACEMENT = Param("placement", "choice", "norm before (pre) or after (post) the activation", choices=PLACEMENTS,
                   default="pre", used_when=lambda case: case.get("norm", "none") != "none",
                   used_text="with a norm only")

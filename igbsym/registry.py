@@ -26,6 +26,19 @@ def register(form):
     return form
 
 
+def delegate(name: str, fixed: dict, method: str, error: str, defining=None, ignore=()):
+    """A NumericRoute whose values are the registered form ``name``'s at the structural values ``fixed`` (a case that
+    is another family's form: depth.gamma at finite N is width.gamma), the numeric parameters in ``ignore`` dropped;
+    the form is looked up at evaluation time, so neither family imports the other."""
+    import mpmath
+    from .route import NumericRoute
+
+    def numeric(values):
+        return {k: v for k, v in values.items() if k not in ignore}
+    return NumericRoute(lambda **v: get(name).numpy(**fixed, **numeric(v)),
+                        lambda **v: get(name).mp(mpmath.mp.dps, **fixed, **numeric(v)), method, error, defining)
+
+
 def family_module(family: str) -> str:
     """The module of igbsym/families/ that registers ``family`` (its derivations/ and checks carry the same name)."""
     _load()

@@ -167,11 +167,10 @@ def _width_case(L, activation, norm, placement, N):
     """depth.gamma at finite N: width.gamma's value (looked up in the registry at evaluation time: the width family
     builds on this one, so this module cannot import it)."""
     kw = dict(L=L, N=N, activation=activation, **({} if norm == "none" else dict(norm=norm, placement=placement)))
-    return NumericRoute(
-        lambda a, sigma_w, B=np.inf: registry.get("width.gamma").numpy(**kw, a=a, sigma_w=sigma_w),
-        lambda a, sigma_w, B=mpmath.inf: registry.get("width.gamma").mp(mpmath.mp.dps, **kw, a=a, sigma_w=sigma_w),
-        "width.gamma: depth.gamma + width.coefficient/N (the delta method on the two-point empirical kernel)",
-        "that of width.coefficient (1e-6 relative)", sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
+    return registry.delegate(
+        "width.gamma", kw, "width.gamma: depth.gamma + width.coefficient/N (the delta method on the two-point "
+        "empirical kernel)", "that of width.coefficient (1e-6 relative)",
+        sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"), ignore=("B",))
 
 
 def case(L, activation, norm, placement, where="depth.gamma", N=np.inf):
@@ -245,14 +244,9 @@ B_FULL = Condition(sp.Eq(sp.Symbol("B", integer=True), sp.oo, evaluate=False),  
                    f"({BN_FORM}) covers relu only", applies=lambda case: _needs_full_batch(case.get("activation")))
 
 
-N_TEXT = "with norm none, or layernorm/rmsnorm placement post, and L <= 32"
-N_PARAM = Param("N", "integer", "width of every hidden layer and dimension of the data; inf (default): the width "
-                "limit; finite: width.gamma = gamma_L(inf) + a_L/N", default=float("inf"), minimum=1, allow_inf=True,
-                structural=True, used_when=lambda case: finite_supported(case), used_text=N_TEXT)
+N_PARAM, N_FINITE = P.width_param(
+    "width.gamma", finite_supported, f"norm none, or layernorm/rmsnorm placement post, and L <= {finite_L_MAX}")
 FINITE_REL = 1e-6     # width.gamma's stated accuracy (igbsym.engine.finite.FINITE_ERROR)
-N_FINITE = Condition(sp.Eq(N_PARAM.symbol(), sp.oo, evaluate=False),
-                     "N = inf (a finite N needs norm none, or layernorm/rmsnorm placement post, and L <= 32)",
-                     applies=lambda case: case.get("N", np.inf) != np.inf and not finite_supported(case))
 
 
 def _needs_full_batch(activation) -> bool:

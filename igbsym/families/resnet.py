@@ -110,11 +110,8 @@ def finite_supported(case) -> bool:
 def _width_case(L, activation, N):
     """resnet.gamma at finite N: width.resnet_gamma's value (looked up in the registry at evaluation time: the width
     family builds on this one)."""
-    kw = dict(L=L, N=N, activation=activation)
-    return NumericRoute(
-        lambda alpha, a, sigma_w: registry.get("width.resnet_gamma").numpy(**kw, alpha=alpha, a=a, sigma_w=sigma_w),
-        lambda alpha, a, sigma_w: registry.get("width.resnet_gamma").mp(mpmath.mp.dps, **kw, alpha=alpha, a=a,
-                                                                        sigma_w=sigma_w),
+    return registry.delegate(
+        "width.resnet_gamma", dict(L=L, N=N, activation=activation),
         "width.resnet_gamma: resnet.gamma + a_L/N (the delta method on the trunk's five averages)",
         "that of width.resnet_gamma (1e-6 relative)", sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
 
@@ -146,13 +143,8 @@ def _nested_per_block(case) -> bool:
     return case.get("activation") in NESTED_ACTS and case.get("norm", "none") != "batchnorm"
 
 
-N_TEXT = "with norm none, order linear-first and L <= 8"
-N_PARAM = Param("N", "integer", "width of every layer and dimension of the data; inf (default): the width limit; "
-                "finite: width.resnet_gamma = gamma_L(inf) + a_L/N", default=float("inf"), minimum=1, allow_inf=True,
-                structural=True, used_when=lambda case: finite_supported(case), used_text=N_TEXT)
-N_FINITE = Condition(sp.Eq(N_PARAM.symbol(), sp.oo, evaluate=False),
-                     "N = inf (a finite N needs norm none, order linear-first and L <= 8)",
-                     applies=lambda case: case.get("N", np.inf) != np.inf and not finite_supported(case))
+N_PARAM, N_FINITE = P.width_param("width.resnet_gamma", finite_supported,
+                                  f"norm none, order linear-first and L <= {finite_L_MAX}")
 NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
                          f"L <= {L_NESTED} for sigmoid, gelu, silu without batchnorm (each block is a nested "
                          "quadrature, at 30 and 50 digits ~1 s; the trunk has no fixed point to stop at)",
