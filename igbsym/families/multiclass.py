@@ -61,6 +61,7 @@ import sympy as sp
 from scipy import optimize, special, stats
 
 from ..errors import InputError, NumericalError
+from ..gauss import composite_gauss_legendre
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv, mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from ..numerics import row_dot
@@ -124,13 +125,6 @@ def _pairs(gamma, C, *more):
 
 
 # ============================================================================ variance (2-d quadrature)
-def _panels(edges, n):
-    x, w = np.polynomial.legendre.leggauss(n)
-    edges = np.asarray(edges, float)
-    mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
-    return (mid[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
-
-
 VAR_ERROR = ("relative error <= 1e-12 (measured <= 1e-15 against the exact C = 2 value asin(rho)/(2 pi) over gamma in "
              "[1e-3, 1e3] and <= 1e-14 against the mpmath reference mp_moment at C = 3; self-convergence <= 1e-15 up "
              "to C = 1e4): 2-d Gauss-Legendre in the Gumbel variables of (T1, T2) with the excess over 1/C^2 formed "
@@ -456,7 +450,7 @@ CV_GAMMA = 1.0     # the control variate is used for gamma <= CV_GAMMA (where it
 @lru_cache(maxsize=64)
 def _slope_at_zero(C: int) -> float:
     """a_C = int phi(z)^2 Phi(z)^(C-2) dz: G_c = 1/C + a_C sum_j (u_c - u_j) + O(u^2) (derivations/multiclass.py)."""
-    z, w = _panels(np.linspace(-10.0, 10.0, 41), 16)
+    z, w = composite_gauss_legendre(np.linspace(-10.0, 10.0, 41), 16)
     return float(w @ (np.exp(-z * z) / (2 * np.pi) * special.ndtr(z) ** (C - 2)))
 
 
@@ -612,7 +606,7 @@ def pdf_numpy(g, gamma, C):
 
 # --- p_empty: E[(1 - G_c)^D] = int_0^inf e^-t F(1 - e^(-t/D)) dt, t = e^xi ------------------------------------
 def _t_rule(n_panels, n):
-    xi, w = _panels(np.linspace(-25.0, math.log(50.0), n_panels + 1), n)
+    xi, w = composite_gauss_legendre(np.linspace(-25.0, math.log(50.0), n_panels + 1), n)
     t = np.exp(xi)
     return t, w * t * np.exp(-t)
 
@@ -849,7 +843,7 @@ def _vector_route(exact, sampled, gamma, C, D, *more):
     return out.reshape(shape)
 
 
-_X, _X_W = _panels(np.linspace(-40.0, 40.0, 81), 16)   # h(Phi(x)) < 1e-300 beyond |x| = 37
+_X, _X_W = composite_gauss_legendre(np.linspace(-40.0, 40.0, 81), 16)   # h(Phi(x)) < 1e-300 beyond |x| = 37
 
 
 def _binary_entropy(gamma):
