@@ -4,13 +4,9 @@ Grid: 40 gamma log-spaced in [1e-3, 1e3] x 25 C log-spaced in [2, 1000] (rounded
 one ``form.numpy`` call per form over all points (input validation included), tables and base points cleared first
 (cold):
 - multiclass.var (deterministic quadrature; the C of one gamma share one Phi_2 table);
-- multiclass.cdf at g = 1/C (the mean fraction) per point (randomised QMC; the gammas of one C are built in one batch
-  on the same base points, u = sqrt(gamma) xi; the product over the other means by lattice bins with a Taylor
-  remainder for C >= BINNED_FROM), with the largest stated error bound (law_bound) and the largest part of it due to
-  the binning (_Table.taylor_error) over the grid;
-- with --compare, the same cdf call with the exact product over the other means (the route before the binning;
-  C < BINNED_FROM always uses it) in the same run, and the largest difference of the two;
-- the cost of one cdf batch vs C (40 gammas at one C) up to C = 10^4, per point.
+- issue 27, C >= 4: multiclass.cdf at g = 1/C per (gamma, C) point, cold, at C = 4 ... 10^4 (randomised QMC, 16
+  scrambles of 2^12 ... 2^7 points, pilot-fitted control variate), with its stated relative bound; p_empty and
+  entropy as functionals of that law; with --compare, the binned products against the exact product on a sub-grid;
 - issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
   per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
@@ -39,6 +35,8 @@ import numpy as np  # noqa: E402
 import igbsym  # noqa: E402
 from igbsym.families import multiclass as fam  # noqa: E402
 
+BINNED = fam.BINNED_FROM
+
 
 OLD = {"var_grid": 1.77, "max_point": 0.77, "cdf3": 0.19, "cdf1e4": 0.10, "p_empty3": 0.008}   # see the docstring
 
@@ -49,13 +47,11 @@ def timed(fn):
     return time.perf_counter() - t0, out
 
 
-def clear(nets: bool = True):
-    """Forget the law tables and base points (nets=False keeps the scrambled Sobol nets, shared by every C)."""
+def clear():
+    """Forget the law tables and base points."""
     fam._TABLES.clear()
     fam._others.cache_clear()
     fam._taylor_table.cache_clear()
-    if nets:
-        fam._sobol_nets.cache_clear()
 
 
 def cdf_grid(G, C, exact: bool):
@@ -95,32 +91,27 @@ def main():
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
         print(f"multiclass.{name} {kw}: {float(v):.12g} in {t:.3f} s" + (f" ({t / old:.1f}x the old route)" if old
                                                                           else ""))
-    t_new, F = cdf_grid(G, C, exact=False)
-    print(f"multiclass.cdf  {n} points at g = 1/C: {t_new:.2f} s ({1e3 * t_new / n:.1f} ms/point; binned products "
-          f"for C >= {fam.BINNED_FROM})")
-    pts = [(gm, int(c)) for gm, c in zip(G.ravel(), C.ravel()) if c >= 3]
-    bound = max(float(fam.law_bound(np.array([1 / c]), gm, c)[0]) for gm, c in pts)
-    taylor = max(float(fam._tables([gm], c)[gm].taylor_error(np.array([1 / c]))[0]) for gm, c in pts)
-    eta = max(fam._tables([gm], c)[gm].eta for gm, c in pts)
-    print(f"  largest stated error bound (99.99 %) on that grid: {bound:.4f}; of it from the binning: {taylor:.1e} "
-          f"(largest eta, the bound on |log H_hat - log H|: {eta:.1e})")
+    print("C >= 4, per (gamma, C) point, cold (table + pilot built): value, stated relative bound (99.99 %), time")
+    print("  | form | C | value | relative bound | s | old route |")
+    for cc in (4, 10, 100, 1000, 10000):
+        clear()
+        t, v = timed(lambda cc=cc: igbsym.get("multiclass.cdf").numpy(g=1 / cc, gamma=1.0, C=cc))
+        rb = float(fam.law_relative_bound(np.array([1 / cc]), 1.0, cc)[0])
+        old = f"{OLD['cdf1e4']:.2f} s, absolute <= 0.05: {t / OLD['cdf1e4']:.0f}x the time" if cc == 10000 else ""
+        print(f"  | cdf(1/C, gamma = 1) | {cc} | {float(v):.8f} | {rb:.1e} | {t:.2f} | {old} |")
+    for name, kw in (("p_empty", dict(gamma=0.467, C=10, D=400)), ("p_empty", dict(gamma=0.467, C=100, D=300)),
+                     ("entropy", dict(gamma=0.467, C=10))):
+        clear()
+        t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
+        rb = (fam.p_empty_relative_bound(kw["gamma"], kw["C"], kw["D"]) if name == "p_empty"
+              else fam.entropy_se(kw["gamma"], kw["C"], np.inf)[1] * fam.T_FACTOR / float(v))
+        print(f"  | {name} {kw} | {kw['C']} | {float(v):.8g} | {rb:.1e} | {t:.2f} | |")
     if a.compare:
-        t_old, F_old = cdf_grid(G, C, exact=True)
-        print(f"  exact-product route (before the binning), same run: {t_old:.2f} s ({1e3 * t_old / n:.1f} ms/point): "
-              f"{t_old / t_new:.1f}x slower; largest |difference| {np.abs(F - F_old).max():.1e}")
-    t, _ = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.linspace(0.001, 0.999, 1000), gamma=1.0, C=10))
-    print(f"multiclass.cdf  1000 values of g at one cached (gamma, C): {t:.3f} s")
-    clear()
-    t_nets, _ = timed(fam._sobol_nets)
-    print(f"cost vs C (one batch of the {gammas.size} gammas at one C, cold but for the scrambled nets shared by all "
-          f"C, {t_nets:.2f} s once; per (gamma, C) point, base points included):")
-    print("  |      C | ms per point | base points (s) | rows per gamma |")
-    for cc in (3, 10, 100, 1000, 3000, 10000):
-        clear(nets=False)
-        t_base, _ = timed(lambda cc=cc: fam._others(cc))
-        t, _ = timed(lambda cc=cc: igbsym.get("multiclass.cdf").numpy(g=1 / cc, gamma=gammas, C=cc))
-        print(f"  | {cc:>6} | {1e3 * (t + t_base) / gammas.size:>12.1f} | {t_base:>15.2f} | "
-              f"{fam.K_SCRAMBLES} x {2 ** fam.points_log2(cc):<9} |")
+        pts = [(gm, int(c)) for gm, c in zip(G.ravel()[::50], C.ravel()[::50]) if c >= BINNED]
+        t_new, F = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=False)
+        t_old, F_old = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=True)
+        print(f"binned products vs the exact product on {len(pts)} grid points: {t_new:.1f} s vs {t_old:.1f} s "
+              f"({t_old / t_new:.1f}x); largest |difference| {np.abs(F - F_old).max():.1e}")
 
 
 if __name__ == "__main__":

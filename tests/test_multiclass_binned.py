@@ -16,6 +16,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from scipy import special
 
 import igbsym
 from igbsym.families import multiclass as fam
@@ -77,13 +78,14 @@ def test_law_tables_binned_vs_exact_products_within_taylor_error(C, monkeypatch)
     H < 1e-18 to 0, so its G below 1e-15 is not the reference), and the cdf within taylor_error."""
     g = np.array([1e-6, 1e-3, 0.01, 0.05, 1 / C, 0.2, 0.5, 0.9, 0.999])
     for gamma in (1e-3, 0.03, 1.0, 30.0):
-        binned, = fam._build_tables([gamma], C)
+        binned = fam._build_table(gamma, C)
         with monkeypatch.context() as m:
             m.setattr(fam, "BINNED_FROM", fam.C_MAX + 1)
-            exact, = fam._build_tables([gamma], C)
+            exact = fam._build_table(gamma, C)
         assert exact.eta == 0 and 0 < binned.eta <= 2e-8
-        seen = exact.G > 1e-15
-        assert np.all(np.abs(np.log(binned.G) - np.log(exact.G))[seen] <= binned.eta + 1e-13), gamma
+        G_binned, G_exact = special.ndtr(binned.P), special.ndtr(exact.P)      # the tables keep probit G
+        seen = G_exact > 1e-15
+        assert np.all(np.abs(np.log(G_binned) - np.log(G_exact))[seen] <= binned.eta + 1e-13), gamma
         diff = np.abs(binned.replicates(g)[0].mean(0) - exact.replicates(g)[0].mean(0))
         bound = binned.taylor_error(g)
         assert np.all(diff <= bound + 1e-14), (gamma, diff, bound)

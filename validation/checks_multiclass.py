@@ -212,8 +212,7 @@ def check_law(ctx) -> list:
                               float(sps.kstwo.sf(stat, max(1, int(n_eff)))), int(n_eff), ctx.seed, prediction=0.0,
                               estimate=stat, note=f"form is an ECDF of {form_x.size} draws: effective n = nI/(n+I)"))
         empty = (frac == 0).sum(1).astype(float)
-        p_form = fam.p_empty_replicates(gam, C, D)
-        form_se = p_form.std(ddof=1) / math.sqrt(p_form.size)
+        form_se = fam.p_empty_se(gam, C, D)
         pn = float(get("multiclass.n_empty").numpy(gamma=gam, C=C, D=D))
         # SE of the mean count: the sample's, but never below √(K + 1)/I with K the observed total (a count of rare
         # events; with K = 0 the sample's own variance says nothing) — from the data, never from the form
@@ -450,10 +449,9 @@ def check_cnn_b_digits(ctx) -> list:
     out.append(z_result("multiclass.max_fraction", f"E max_c frac_c, {label}", float(form.numpy(gamma=gam, C=C, D=D)),
                         mx.mean(), se, inits, ctx.seed, note=note))
     empty = (frac == 0).sum(1).astype(float)
-    p_form = fam.p_empty_replicates(gam, C, D)
     form = get("multiclass.n_empty")
     spread = max(empty.std(ddof=1) / math.sqrt(inits), math.sqrt(empty.sum() + 1) / inits)
-    se = math.sqrt(spread**2 + (C * p_form.std(ddof=1) / math.sqrt(p_form.size)) ** 2
+    se = math.sqrt(spread**2 + (C * fam.p_empty_se(gam, C, D)) ** 2
                    + (_slope(form, gam, C=C, D=D) * gse) ** 2)
     out.append(z_result("multiclass.n_empty", f"mean number of empty classes, {label}",
                         float(form.numpy(gamma=gam, C=C, D=D)), empty.mean(), se, inits, ctx.seed, note=note))

@@ -24,21 +24,25 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   G_1 (``cdf``, ``pdf``) is a 1-d integral over q, and ``p_empty`` / ``n_empty``, ``entropy`` (D = inf) and
   ``max_fraction_cdf`` (D = inf) are 2-d (1-d) integrals, all in log space around their own peak: relative error
   <= THREE_ERROR = 1e-10, rare events included (p_empty(0.1, 3, 1000) = 1.139e-13).
-* C >= 4: the law of one G_c (``cdf``, ``pdf``), ``p_empty``, ``n_empty``: randomised quasi-Monte Carlo over the
-  other C - 1 means, deterministic (fixed scrambles), with an ABSOLUTE error bound (issue 27 leaves it open).
-  Given them G_c is an increasing function of u_c, so P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)], u* its root
-  (Rao-Blackwellised over u_c). The others: 16 independently
-  scrambled Sobol nets (8 points each, 4 above C = 200) mapped to descending order statistics, the largest
-  importance-sampled in its Gumbel variable (``_others``); below gamma = 1 the small-gamma linearisation is a control
-  variate with an exact mean (``_linear_cv``). G_hat(u) on a u grid by the trapezoid rule (< 1e-10), u* by cubic
-  Hermite inversion in probit space. The product H(w) = prod_j Phi(w - u_j) over the others: exact below
-  C = BINNED_FROM; from there the others are binned on a lattice and log H is a 5th-order Taylor expansion in the
-  bins' exact moments, one matrix product (``binned_log_cdf_of_max``; remainder eta <= 1.5e-8 at C = 1000, computed
-  per table). Error bound: Student t (15 dof, 99.99 %) times the between-scramble standard error, plus 1e-5
-  deterministic, plus what eta can move the cdf (``_Table.taylor_error``, computed) (``law_bound``); checked against
-  an exact C = 3 quadrature (bvn_cdf) and the binned products against the exact ones in the tests. All gamma of one
-  C share the base points (u = sqrt(gamma) xi).
-* ``max_fraction`` at finite D, ``max_fraction_cdf``, ``entropy``: Monte Carlo over whole vectors (G_1..G_C), each
+* C >= 4: the law of one G_c (``cdf``, ``pdf``): randomised quasi-Monte Carlo over the other C - 1 means,
+  deterministic (fixed scrambles), with a RELATIVE error bound that holds at 99.99 % (``law_relative_bound``).
+  Given the others G_c is an increasing function of u_c, so P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)], u* its root
+  (Rao-Blackwellised over u_c). The others: 16 independently scrambled Sobol nets of 2^m points (``points_log2``:
+  2^12 below C = 10 ... 2^7 at C = 10^4) mapped to descending order statistics, the largest importance-sampled in its
+  Gumbel variable (``_others``); below gamma = 1 the small-gamma linearisation is a control variate with an exact
+  mean whose coefficients are fitted on an independent pilot (``_linear_cv``, ``_Table.cv_coefficients``). G_hat(u)
+  on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (DET_REL). The product
+  H(w) = prod_j Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are binned on a
+  lattice and log H is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
+  (``binned_log_cdf_of_max``; remainder eta <= 1.5e-8 at C = 1000, computed per table). Error bound (``law_bound``):
+  Student t (15 dof, 99.99 %) times the between-scramble standard error, plus DET_REL x the value, plus the rows whose
+  root falls below their u grid (computed), plus what eta can move the cdf (``_Table.taylor_error``, computed);
+  relative: b/(F_hat - b), inf where no digit is resolved (the far lower tail). ``p_empty``, ``n_empty`` and
+  ``entropy`` (D = inf) are functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``),
+  with per-scramble replicates, so their relative bounds are stated the same way (``p_empty_relative_bound``,
+  ``entropy_se``).
+* ``max_fraction`` at finite D, ``max_fraction_cdf`` (C >= 4 or finite D), ``entropy`` at finite D: Monte Carlo over
+  whole vectors (G_1..G_C), each
   computed by the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite
   dataset size D (multinomial counts), which is what a network evaluated on D points shows.
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
@@ -202,53 +206,50 @@ K_SCRAMBLES = 16         # independent scrambles (replicates): the error estimat
 SOBOL_DIM = 256          # Sobol coordinates drive the largest other means; further ones are i.i.d. uniform (padding)
 CONFIDENCE = 0.9999      # two-sided level of the stated error bound (Student t over the scrambles)
 T_FACTOR = float(special.stdtrit(K_SCRAMBLES - 1, 0.5 + CONFIDENCE / 2))   # 5.24
-_MEMO = 64               # law tables kept (each ~ 0.5 MB)
+_MEMO = 4                # law tables kept (up to ~120 MB each at 2^16 rows)
+PILOT_DROP = 3           # the pilot (control-variate coefficients) has 2^(m - PILOT_DROP) points per scramble
 
 
 GUMBEL_WIDTH = 1.5       # importance sampling of the largest other mean: Gumbel variable with this scale
 
 
 def points_log2(C: int) -> int:
-    """2^m RQMC points per scramble: m = 3 up to C = 200, m = 2 above (the cost is ~ K 2^m C grid points; the
-    between-scramble error also falls with C)."""
-    return 3 if C <= 200 else 2
+    """2^m RQMC points per scramble (K_SCRAMBLES scrambles), sized so one (gamma, C) table costs about a second on one
+    core up to C = 200 and ten at C = 10^4: the rows cost ~ C each (exact products) below BINNED_FROM and ~ the
+    lattice bins above it. The randomised-QMC error falls like 2^-m (measured: 4-10x per factor 4 at C = 4)."""
+    if C < BINNED_FROM:
+        return 12
+    return 11 if C <= 200 else (9 if C <= 2000 else 7)
 
 
-@lru_cache(maxsize=1)
-def _sobol_nets() -> np.ndarray:
-    """[K_SCRAMBLES, 8, SOBOL_DIM]: the first 8 points of K independently scrambled (LMS + digital shift) Sobol
-    sequences, fixed seeds. Scrambling is the costly part (~15 ms per net), so it is done once for every C."""
-    return np.stack([stats.qmc.Sobol(SOBOL_DIM, scramble=True, seed=np.random.default_rng(child)).random_base2(3)
-                     for child in np.random.SeedSequence([SEED]).spawn(K_SCRAMBLES)])
-
-
-@lru_cache(maxsize=32)
-def _others(C: int) -> tuple:
+@lru_cache(maxsize=4)
+def _others(C: int, pilot: bool = False) -> tuple:
     """([K_SCRAMBLES, 2^m, C - 1] the other C - 1 standard normal means in descending order, [K, 2^m] weights).
 
-    One scrambled Sobol net per replicate. The largest other mean x is importance-sampled: its Gumbel variable
-    t (Phi(x)^(C-1) = exp(-e^-t), exactly Gumbel) is drawn from a Gumbel of scale GUMBEL_WIDTH by the first
-    coordinate, weight p(t)/q(t) <= 2 (bounded), so the rare configurations with a large (or small) other maximum,
-    which make the tails of the law of G_c, are sampled ~20x more often. Given x, the other C - 2 are i.i.d. N(0, 1)
-    below x, by Renyi's representation of descending uniform order statistics (U_(1) = Phi(x) V_2^(1/(C-2)),
-    U_(i) = U_(i-1) V_(i+1)^(1/(C-1-i))), so the best-spread first Sobol coordinates drive the largest means
-    (effective dimension reduction, like a Brownian bridge). The scrambled nets are shared by all C (_sobol_nets:
-    the first C - 1 coordinates and first 2^m points of a scrambled Sobol sequence are a scrambled Sobol net)."""
-    d, m, b = C - 1, points_log2(C), GUMBEL_WIDTH
+    One scrambled (LMS + digital shift) Sobol net per replicate, fixed seeds; the pilot (pilot=True, 2^(m -
+    PILOT_DROP) points) is an independent randomisation of the same construction. The largest other mean x is
+    importance-sampled: its Gumbel variable t (Phi(x)^(C-1) = exp(-e^-t), exactly Gumbel) is drawn from a Gumbel of
+    scale GUMBEL_WIDTH by the first coordinate, weight p(t)/q(t) <= 2 (bounded), so the rare configurations with a
+    large (or small) other maximum, which make the tails of the law of G_c, are sampled ~20x more often. Given x, the
+    other C - 2 are i.i.d. N(0, 1) below x, by Renyi's representation of descending uniform order statistics
+    (U_(1) = Phi(x) V_2^(1/(C-2)), U_(i) = U_(i-1) V_(i+1)^(1/(C-1-i))), so the best-spread first Sobol coordinates
+    drive the largest means (effective dimension reduction, like a Brownian bridge); coordinates past SOBOL_DIM are
+    i.i.d. uniform."""
+    d, m, b = C - 1, points_log2(C) - (PILOT_DROP if pilot else 0), GUMBEL_WIDTH
+    dims = min(d, SOBOL_DIM)
     out, weight = np.empty((K_SCRAMBLES, 2**m, d)), np.empty((K_SCRAMBLES, 2**m))
-    nets = _sobol_nets()
-    for k, child in enumerate(np.random.SeedSequence([SEED, C]).spawn(K_SCRAMBLES)):
+    for k, child in enumerate(np.random.SeedSequence([SEED, C, int(pilot)]).spawn(K_SCRAMBLES)):
+        net, pad = child.spawn(2)
         v = np.empty((2**m, d))
-        v[:, :min(d, SOBOL_DIM)] = nets[k, :2**m, :min(d, SOBOL_DIM)]
-        v[:, SOBOL_DIM:] = np.random.default_rng(child).random((2**m, max(d - SOBOL_DIM, 0)))
+        v[:, :dims] = stats.qmc.Sobol(dims, scramble=True, seed=np.random.default_rng(net)).random_base2(m)
+        v[:, dims:] = np.random.default_rng(pad).random((2**m, d - dims))
         v = np.clip(v, 1e-300, 1 - 1e-16)
         t = -b * np.log(-np.log(v[:, 0]))
         weight[k] = b * np.exp(-t - np.exp(-t) + t / b + np.exp(-t / b))
         x = quantile_at_gumbel(t, d)
         out[k, :, 0] = x
         if d > 1:
-            rest = v[:, 1:]
-            log_u = special.log_ndtr(x)[:, None] + np.cumsum(np.log(rest) / (d - 1 - np.arange(d - 1)), axis=1)
+            log_u = special.log_ndtr(x)[:, None] + np.cumsum(np.log(v[:, 1:]) / (d - 1 - np.arange(d - 1)), axis=1)
             out[k, :, 1:] = -special.ndtri(-np.expm1(log_u))      # Phi^-1(U) through 1 - U (no rounding near 1)
     return out, weight
 
@@ -387,43 +388,79 @@ def binned_log_cdf_of_max(u: np.ndarray, C: int) -> tuple:
 
 
 class _Table:
-    """One (gamma, C): per point s of the RQMC nets (rows), G_hat(u) = P(u + eps > max others | others) and dG_hat/du
-    on a u grid around the others' maximum (G_hat increases in u); inverted in probit space p = Phi^-1(G_hat)."""
+    """One (gamma, C): per point of the RQMC nets (rows), G_hat(u) = P(u + eps > max others | others) and dG_hat/du on
+    the u grid top + rel_u around the others' maximum ``top`` (G_hat increases in u); inverted in probit space
+    p = Phi^-1(G_hat). ``weight``: the importance weights, self-normalised per scramble. ``pilot``: the table of the
+    independent pilot nets (same gamma, C) that fits the control-variate coefficients, or None (no control variate)."""
 
-    def __init__(self, gamma: float, C: int, u: np.ndarray, G: np.ndarray, dG: np.ndarray, total: np.ndarray,
-                 eta: float = 0.0):
-        self.s, self.C, self.u, self.G, self.dG, self.total = math.sqrt(gamma), C, u, G, dG, total
+    def __init__(self, gamma: float, C: int, top: np.ndarray, rel_u: np.ndarray, G: np.ndarray, dG: np.ndarray,
+                 total: np.ndarray, weight: np.ndarray, eta: float = 0.0, pilot: _Table | None = None):
+        self.s, self.C, self.top, self.rel_u, self.P = math.sqrt(gamma), C, top, rel_u, _probit(G)
+        self.dudp = np.exp(-self.P * self.P / 2) / _SQ2PI / np.maximum(dG, 1e-300)    # du/dp at the grid points
+        self.total, self.weight, self.pilot = total, weight, pilot
         self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
 
-    def replicates(self, g: np.ndarray, control: bool = True) -> tuple:
-        """(F [K, n_g], f [K, n_g]): per-scramble means of P(G_c <= g | others) = Phi(u*(g)/sqrt(gamma)) and of its
-        g-derivative; u*(g) = G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that
-        bracket g (error O(dp^4), < 1e-7); control=False leaves out the control variate (taylor_error)."""
-        gc = np.clip(g, 1e-300, 1 - 1e-16)
-        t = _probit(gc)
-        n, n_u = self.G.shape
-        i = np.clip((self.G[:, :, None] < gc[None, None, :]).sum(1), 1, n_u - 1)    # G[i-1] < g <= G[i]
+    def rows(self, g: np.ndarray) -> tuple:
+        """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
+        G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that bracket g (relative error
+        of the cdf <= DET_REL, measured). Where u* lies below the grid or below -8.5 s the value is Phi(lo/s) and the
+        truth is in [0, Phi(lo/s)]: that width is the clip error (computed, part of law_bound)."""
+        t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
+        n, n_u = self.P.shape
         r = np.arange(n)[:, None]
-        p0, p1 = _probit(self.G[r, i - 1]), _probit(self.G[r, i])
-        u0, u1 = self.u[r, i - 1], self.u[r, i]
+        key = (self.P + _ROW_KEY * r).ravel()           # rows stacked: probit G_hat increases along each row
+        i = np.searchsorted(key, (t[None, :] + _ROW_KEY * r).ravel()).reshape(n, -1) - n_u * r
+        i = np.clip(i, 1, n_u - 1)                      # P[i-1] < p(g) <= P[i]
+        p0, p1 = self.P[r, i - 1], self.P[r, i]
+        u0, u1 = self.top[:, None] + self.rel_u[i - 1], self.top[:, None] + self.rel_u[i]
         dp = np.maximum(p1 - p0, 1e-300)
-        m0 = np.exp(-p0 * p0 / 2) / _SQ2PI / np.maximum(self.dG[r, i - 1], 1e-300) * dp      # du/dp dp
-        m1 = np.exp(-p1 * p1 / 2) / _SQ2PI / np.maximum(self.dG[r, i], 1e-300) * dp
+        m0, m1 = self.dudp[r, i - 1] * dp, self.dudp[r, i] * dp
         x = np.clip((t[None, :] - p0) / dp, 0.0, 1.0)
         root = u0 + x * (x * (x * (2 * u0 - 2 * u1 + m0 + m1) + (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0)
         slope = (x * (x * 3 * (2 * u0 - 2 * u1 + m0 + m1) + 2 * (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0) / dp   # du/dp
-        lo = np.maximum(-8.5 * self.s, self.u[:, :1])
-        hi = np.minimum(8.5 * self.s, self.u[:, -1:])
+        lo = np.maximum(-8.5 * self.s, self.top + self.rel_u[0])[:, None]
+        hi = np.minimum(8.5 * self.s, self.top + self.rel_u[-1])[:, None]
         inside = (root > lo) & (root < hi)
         z = np.clip(root, lo, hi) / self.s
         dens = np.where(inside, np.exp((t * t)[None, :] / 2 - z * z / 2) / self.s * slope, 0.0)   # dPhi(z)/dg
-        F, f = special.ndtr(z), dens
-        if control and self.s ** 2 <= CV_GAMMA:   # control variate: the small-gamma linearisation, exact mean
-            cv, dcv, mean_cv, mean_dcv = _linear_cv(g, self.s, self.C, self.total)
-            F, f = F - cv + mean_cv, f - dcv + mean_dcv
-        w = _others(self.C)[1]
-        w = (w / w.sum(1, keepdims=True)).reshape(-1)    # self-normalised per replicate (the weights' mean is 1)
-        return _per_scramble(F, w), _per_scramble(f, w)
+        F = special.ndtr(z)
+        return F, dens, np.where(root <= lo, F, 0.0)
+
+    def replicates(self, g: np.ndarray, control: bool = True) -> tuple:
+        """(F [K, n_g], f [K, n_g], clip [n_g]): per-scramble means of P(G_c <= g | others) and of its g-derivative
+        (with the control variate for gamma <= CV_GAMMA, coefficients fitted on the pilot; control=False leaves it
+        out), and the weighted mean clip error of ``rows``. The g values are done in chunks (memory ~ rows x chunk)."""
+        g = np.atleast_1d(np.asarray(g, float))
+        # [K, n_g] views of [n_g, K] arrays: a mean over the scrambles runs along memory, in the same order whatever
+        # the other g values (array call = scalar call, bit for bit)
+        F, f, clip = np.empty((g.size, K_SCRAMBLES)).T, np.empty((g.size, K_SCRAMBLES)).T, np.empty(g.size)
+        for a in range(0, g.size, _CHUNK):
+            x = g[a:a + _CHUNK]
+            Fr, fr, cr = self.rows(x)
+            if control and self.pilot is not None:
+                cv, dcv, mean_cv, mean_dcv = _linear_cv(x, self.s, self.C, self.total)
+                beta, dbeta = self.pilot.cv_coefficients(x)
+                Fr, fr = Fr - beta * (cv - mean_cv), fr - dbeta * (dcv - mean_dcv)
+            F[:, a:a + _CHUNK], f[:, a:a + _CHUNK] = _per_scramble(Fr, self.weight), _per_scramble(fr, self.weight)
+            clip[a:a + _CHUNK] = _per_scramble(cr, self.weight).mean(0)
+        return F, f, clip
+
+    def cv_coefficients(self, g: np.ndarray) -> tuple:
+        """(beta, dbeta) [n_g]: the regression coefficients of the row values (cdf, density) on the control variate
+        (its cdf, density) over this (pilot) table's rows, weighted: Cov/Var, 0 where the control variate is
+        constant. Fitted here, on rows independent of the estimate's, so the estimator stays unbiased."""
+        w = self.weight / self.weight.sum()
+        Fr, fr, _ = self.rows(g)
+        cv, dcv, _, _ = _linear_cv(g, self.s, self.C, self.total)
+
+        def mean(x):          # per column, summed in the same order whatever the other columns (array = scalar call)
+            return np.ascontiguousarray((w[:, None] * x).T).sum(1)
+
+        def coefficient(y, c):
+            c = c - mean(c)
+            var = mean(c * c)
+            return np.where(var > 0, mean(c * (y - mean(y))) / np.where(var > 0, var, 1.0), 0.0)
+        return coefficient(Fr, cv), coefficient(fr, dcv)
 
     def taylor_error(self, g: np.ndarray) -> np.ndarray:
         """Bound on the cdf error at g from the binned products (|log H_hat - log H| <= eta): the kernels are >= 0,
@@ -437,14 +474,19 @@ class _Table:
         return np.abs(up - self.replicates(np.asarray(g) * math.exp(-self.eta), control=False)[0].mean(0))
 
 
+_CHUNK = 16        # g values per pass over the rows
+_ROW_KEY = 100.0   # row offset of the stacked probit keys (probits lie in [-38.5, 8.3]; rounding ~1e-9 at 2^16 rows)
+
+
 def _per_scramble(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """[K, n_g]: sum over each scramble's rows of w * values [rows, n_g], each sum over contiguous memory, so a column
-    is summed in the same order whatever the other columns are (array call = scalar call, bit for bit)."""
+    """[K, n_g]: sum over each scramble's rows of w * values [rows, n_g] (w: weights normalised per scramble), each
+    sum over contiguous memory, so a column is summed in the same order whatever the other columns are (array call =
+    scalar call, bit for bit)."""
     per_g = np.ascontiguousarray((values * w[:, None]).T).reshape(values.shape[1], K_SCRAMBLES, -1)
     return per_g.sum(-1).T
 
 
-CV_GAMMA = 1.0     # the control variate is used for gamma <= CV_GAMMA (where it lowers the SE; measured)
+CV_GAMMA = 1.0     # the control variate is offered for gamma <= CV_GAMMA (above it the linearisation explains little)
 
 
 @lru_cache(maxsize=64)
@@ -466,75 +508,74 @@ def _linear_cv(g, s, C, total):
             special.ndtr(mean_arg)[None, :], (np.exp(-mean_arg**2 / 2) / _SQ2PI / sd)[None, :])
 
 
-def _build_tables(gammas: list, C: int) -> list:
-    """Law tables for several gamma at one C (the same base points, u = sqrt(gamma) xi). Each gamma's rows are
-    computed on their own (the binned products' lattice and the matrix products depend only on them), so a table
-    is the same whether it is built alone or in a batch (array call = scalar call)."""
-    xi = _others(C)[0].reshape(-1, C - 1)
+def _build_table(gamma: float, C: int, pilot: bool = False) -> _Table:
+    """The law table of one (gamma, C) on the base points u = sqrt(gamma) xi (the main nets, or the pilot's); the
+    main table of a gamma <= CV_GAMMA carries its pilot."""
+    base, weight = _others(C, pilot)
+    xi = base.reshape(-1, C - 1)
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
     kernels = np.concatenate([ker, dker], 1)
     core, above = kernels[c0:c1], kernels[c1:].sum(0)       # H = 0 below the core and 1 above it (see _law_grid)
-    tables = []
-    for gm in gammas:
-        u = math.sqrt(gm) * xi
-        eta = 0.0
-        if C >= BINNED_FROM:
-            log_h, eta_rows = binned_log_cdf_of_max(u, C)
-            H, eta = np.exp(log_h), float(eta_rows.max())
-        else:
-            H = _core_cdf(u, u[:, :1] + rel[None, c0:c1])
-        both = H @ core + above
-        G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
-        tables.append(_Table(gm, C, u[:, :1] + rel_u[None, :], G, dG, u.sum(1), eta))
-    return tables
+    u = math.sqrt(gamma) * xi
+    eta = 0.0
+    if C >= BINNED_FROM:
+        log_h, eta_rows = binned_log_cdf_of_max(u, C)
+        H, eta = np.exp(log_h), float(eta_rows.max())
+    else:
+        H = _core_cdf(u, u[:, :1] + rel[None, c0:c1])
+    both = H @ core + above
+    G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
+    w = (weight / weight.sum(1, keepdims=True)).reshape(-1)
+    pilot_table = _build_table(gamma, C, True) if not pilot and gamma <= CV_GAMMA else None
+    return _Table(gamma, C, u[:, 0].copy(), rel_u, G, dG, u.sum(1), w, eta, pilot_table)
 
 
 _TABLES: dict = {}
 
 
-def _tables(gammas, C: int) -> dict:
-    """{gamma: _Table} at one C; missing ones are built in one batch; the last _MEMO are kept."""
-    need = sorted({float(g) for g in gammas} - {k[0] for k in _TABLES if k[1] == C})
-    for start in range(0, len(need), 16):
-        for gm, tab in zip(need[start:start + 16], _build_tables(need[start:start + 16], C)):
-            _TABLES[(gm, C)] = tab
-    out = {float(g): _TABLES[(float(g), C)] for g in gammas}
-    while len(_TABLES) > max(_MEMO, len(out)):
-        _TABLES.pop(next(iter(_TABLES)))
-    return out
+def _table(gamma: float, C: int) -> _Table:
+    """The law table of (gamma, C), built on first use; the last _MEMO are kept."""
+    key = (float(gamma), int(C))
+    if key not in _TABLES:
+        _TABLES[key] = _build_table(*key)
+        while len(_TABLES) > _MEMO:
+            _TABLES.pop(next(iter(_TABLES)))
+    return _TABLES[key]
 
 
 def law_replicates(g, gamma: float, C: int) -> tuple:
     """Per-scramble (F_k(g), f_k(g)) [K_SCRAMBLES, n_g] at one 0 < gamma < inf, C >= 3: P(G_c <= g) and its density.
     Their means are multiclass.cdf / pdf; their SD/sqrt(K) the randomised-QMC standard error."""
     g = np.atleast_1d(np.asarray(g, float))
-    return _tables([gamma], int(C))[float(gamma)].replicates(g)
+    return _table(gamma, C).replicates(g)[:2]
 
 
 def law_se(g, gamma: float, C: int) -> tuple:
     """(cdf, its standard error over the K_SCRAMBLES scrambles) at g (scalar gamma, C >= 3); the stated error bound
-    at CONFIDENCE is T_FACTOR * SE."""
+    at CONFIDENCE is T_FACTOR * SE plus the deterministic parts (law_bound)."""
     F, _ = law_replicates(g, gamma, C)
     return F.mean(0), F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES)
 
 
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
-    the deterministic part: trapezoid + interpolation (<= LAW_DET) and, for C >= BINNED_FROM, the bound the Taylor
-    remainder of the binned products implies (_Table.taylor_error, computed; <= 3e-8 on the bench grid). C = 3: the
-    deterministic route's relative bound, THREE_ERROR x the value (multiclass_numerics/three.py)."""
+    the deterministic parts: DET_REL x the value (grid + Hermite inversion), the clip error of the rows whose root
+    lies below the u grid (computed), and for C >= BINNED_FROM the bound the Taylor remainder of the binned products
+    implies (_Table.taylor_error, computed). C = 3: the deterministic route's relative bound, THREE_ERROR x the value
+    (multiclass_numerics/three.py)."""
     g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 3:
         return THREE_ERROR * cdf_numpy(g, gamma, 3)
-    taylor = _tables([gamma], int(C))[float(gamma)].taylor_error(g)
-    return T_FACTOR * law_se(g, gamma, C)[1] + LAW_DET + taylor
+    tab = _table(gamma, C)
+    F, _, clip = tab.replicates(g)
+    value = F.mean(0)
+    return T_FACTOR * F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES) + DET_REL * np.abs(value) + clip + tab.taylor_error(g)
 
 
 def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
     """A true relative error bound of multiclass.cdf at g (App. H, the law of one fraction), at the confidence of
     law_bound: |F_hat - F| <= b implies |F_hat - F|/F <= b/(F_hat - b) where F_hat > b, and inf where F_hat <= b (no
-    correct digit can be claimed there: the tails at C >= 4). C = 3: THREE_ERROR. Measured at C >= 4 (16 scrambles):
-    3e-3 ... 6e-2 in the bulk (g within [1/(2C), 2/C], gamma in [0.01, 100]), far from the issue's 1e-6 (open)."""
+    correct digit can be claimed there). C = 3: THREE_ERROR."""
     g = np.atleast_1d(np.asarray(g, float))
     return _relative(cdf_numpy(g, gamma, C), law_bound(g, gamma, C))
 
@@ -546,13 +587,13 @@ def _relative(value, bound):
         return np.where(value > bound, bound / np.where(value > bound, value - bound, 1.0), np.inf)
 
 
-LAW_DET = 1e-5     # deterministic error (trapezoid < 1e-10, Hermite inversion < 1e-7: measured at C = 3 vs Gauss-
-                   # Hermite x bvn_cdf and against finer grids), added to the statistical bound
+DET_REL = 2e-7     # relative error of the grid (trapezoid < 1e-10) and the Hermite inversion of G_hat: <= 6e-8 for the
+                   # cdf and the density, measured by halving the grid step at C = 4, 10, 30 and gamma in [0.01, 100]
 
 
 def _by_pair(fn, g, gamma, C, side: int | None = None):
-    """Evaluate fn(g_values, table) per distinct (gamma, C) with C >= 4 and 0 < gamma < inf; the tables of one C are
-    built in one batch. C = 3 is deterministic: element ``side`` of three.law (0: cdf, 2: density) per g value (one
+    """Evaluate fn(g_values, table) per distinct (gamma, C) with C >= 4 and 0 < gamma < inf (one table at a time).
+    C = 3 is deterministic: element ``side`` of three.law (0: cdf, 2: density) per g value (one
     call per value: array call = scalar call). Returns (shape, flat g, flat gamma, flat C, out with those filled)."""
     shape, (gm, cc, gg) = _pairs(gamma, C, g)
     out = np.zeros(gg.shape)
@@ -565,10 +606,9 @@ def _by_pair(fn, g, gamma, C, side: int | None = None):
     live &= cc >= 4
     for c in np.unique(cc[live]):
         at_c = live & (cc == c)
-        tables = _tables(np.unique(gm[at_c]), int(c))
-        for gamma_, tab in tables.items():
+        for gamma_ in np.unique(gm[at_c]):
             sel = at_c & (gm == gamma_)
-            out[sel] = fn(gg[sel], tab)
+            out[sel] = fn(gg[sel], _table(gamma_, c))
     return shape, gg, gm, cc, out
 
 
@@ -604,22 +644,68 @@ def pdf_numpy(g, gamma, C):
     return np.where(cc == 2, binary, np.maximum(out, 0.0)).reshape(shape)   # the control variate can dip below 0
 
 
-# --- p_empty: E[(1 - G_c)^D] = int_0^inf e^-t F(1 - e^(-t/D)) dt, t = e^xi ------------------------------------
-def _t_rule(n_panels, n):
-    xi, w = composite_gauss_legendre(np.linspace(-25.0, math.log(50.0), n_panels + 1), n)
-    t = np.exp(xi)
-    return t, w * t * np.exp(-t)
+# --- functionals of the law of one G_c at C >= 4: p_empty, entropy --------------------------------------------
+SUPPORT_Z = 10.0         # outside the support every row's P(G_c <= g | others) is within Phi(-10) = 7.6e-24 of 0 / 1
+SUPPORT_PANELS = 16      # Gauss-Legendre panels (8 nodes) uniform in probit g over the support
+T_MAX = 50.0             # p_empty: the t = -D log(1 - g) rule stops at T_MAX (beyond: <= e^-50, in the bound)
 
 
-_T, _T_W = _t_rule(14, 8)              # RQMC route: quadrature error <= 1e-4 relative (below the stated bound)
-_T2, _T2_W = _t_rule(15, 16)           # exact C = 2 route: relative error <= 2e-9 (tested against mpmath)
+def _support(tab: _Table) -> tuple:
+    """(g_lo, g_hi) such that below g_lo every row's P(G_c <= g | others) is <= Phi(-SUPPORT_Z) or its root lies under
+    the row's u grid (clip, G_hat < 1e-17 there), and above g_hi it is >= 1 - Phi(-SUPPORT_Z): the grid values at or
+    below u = -SUPPORT_Z s (above u = SUPPORT_Z s), the smallest (largest) over the rows."""
+    h = tab.rel_u[1] - tab.rel_u[0]
+    base, n_u = tab.top + tab.rel_u[0], tab.P.shape[1]
+    r = np.arange(tab.top.size)
+    i_lo = np.clip(np.floor((np.maximum(-SUPPORT_Z * tab.s, base) - base) / h).astype(int), 0, n_u - 1)
+    i_hi = np.clip(np.ceil((np.minimum(SUPPORT_Z * tab.s, tab.top + tab.rel_u[-1]) - base) / h).astype(int), 0,
+                   n_u - 1)
+    return float(special.ndtr(tab.P[r, i_lo].min())), float(special.ndtr(tab.P[r, i_hi].max()))
 
 
-def p_empty_replicates(gamma: float, C: int, D: int) -> np.ndarray:
-    """Per-scramble P(class c gets no point of D) [K_SCRAMBLES] (C >= 3); mean = multiclass.p_empty, SD/sqrt(K) its
-    standard error."""
-    F, _ = law_replicates(-np.expm1(-_T / int(D)), gamma, C)
-    return F @ _T_W
+def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, breaks=()) -> tuple:
+    """(per-scramble E[psi(G_c)] [K_SCRAMBLES], deterministic error bound) for a psi of bounded variation on [0, 1]:
+    E psi(G) = psi(1) - int_0^1 psi'(g) F(g) dg (integration by parts against the law F of one G_c, App. H), so the
+    functional inherits the law's randomised-QMC replicates. Over the support [g_lo, g_hi] (_support), cut at g_top:
+    SUPPORT_PANELS Gauss-Legendre panels uniform in probit g plus the caller's ``breaks`` (probits), 8 nodes each;
+    above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic parts (DET_REL,
+    clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo) there) and
+    (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|)."""
+    g_lo, g_hi = _support(tab)
+    g_end = min(g_hi, g_top)
+    if not g_lo < g_end:
+        g_end = g_lo
+    p_lo, p_end = _probit(g_lo), _probit(g_end)
+    edges = np.unique(np.concatenate([np.linspace(p_lo, p_end, SUPPORT_PANELS + 1),
+                                      [b for b in breaks if p_lo < b < p_end]]))
+    p, w = composite_gauss_legendre(edges, 8) if edges.size > 1 else (np.zeros(0), np.zeros(0))
+    g = special.ndtr(p)
+    wg = w * np.exp(-p * p / 2) / _SQ2PI                       # dg = phi(p) dp
+    F, _, clip = tab.replicates(np.concatenate([g, [g_lo, g_end]]))
+    d = dpsi(g)
+    reps = psi(g_end) - F[:, :-2] @ (d * wg)
+    Fm = F.mean(0)
+    det = (np.abs(d) * wg) @ (DET_REL * np.abs(Fm[:-2]) + clip[:-2])
+    det += (Fm[-2] + clip[-2]) * below(g_lo) + max(1 - Fm[-1], 0.0) * above(g_end)
+    return reps, float(det)
+
+
+def _t_breaks(D: int) -> np.ndarray:
+    """p_empty's breakpoints (probits of g = 1 - e^(-t/D)): log t uniform (step 2) from e^-25 to 1, then t uniform
+    (step 2) to T_MAX, so each panel sees e^-t vary by at most e^2."""
+    t = np.concatenate([np.exp(np.arange(-25.0, 0.0, 2.0)), np.arange(1.0, T_MAX + 1, 2.0)])
+    return _probit(-np.expm1(-t / D))
+
+
+def p_empty_replicates(gamma: float, C: int, D: int) -> tuple:
+    """(per-scramble P(class c gets no point of D) [K_SCRAMBLES], deterministic bound) at C >= 4: E[(1 - G_c)^D] =
+    int_0^1 D (1 - g)^(D-1) F(g) dg by law_functional on the t breakpoints, the part beyond t = T_MAX bounded by
+    e^-T_MAX (App. I.1.3, the empty classes). Mean = multiclass.p_empty, SD/sqrt(K) its standard error."""
+    D = int(D)
+    return law_functional(_table(gamma, C), lambda g: np.exp(D * np.log1p(-g)),
+                          lambda g: -D * np.exp((D - 1) * np.log1p(-g)),
+                          lambda g: -math.expm1(D * math.log1p(-g)), lambda g: math.exp(D * math.log1p(-g)),
+                          -math.expm1(-T_MAX / D), _t_breaks(D))
 
 
 def p_empty_numpy(gamma, C, D):
@@ -635,45 +721,50 @@ def p_empty_numpy(gamma, C, D):
         elif C_ == 3:
             out[i] = three.p_empty(gamma_, D_)      # deterministic, relative THREE_ERROR, rare events included
         else:
-            out[i] = _p_empty_qmc(gamma_, C_, D_)
+            out[i] = min(max(float(p_empty_replicates(gamma_, C_, D_)[0].mean()), 0.0), 1.0)
     return out.reshape(shape)
 
 
-def _p_empty_qmc(gamma, C, D):
-    """C >= 4: E[(1 - G)^D] from the randomised QMC law (p_empty_replicates), projected onto [0, 1] (never farther
-    from the true probability than the raw mean). Its error bound is ABSOLUTE (T_FACTOR x SE + LAW_DET): a small
-    probability is not resolved at C >= 4 (issue 27, open; C = 3 has the relative route three.p_empty)."""
-    return min(max(float(p_empty_replicates(gamma, C, D).mean()), 0.0), 1.0)
-
-
 def p_empty_relative_bound(gamma: float, C: int, D: int) -> float:
-    """A true relative error bound of multiclass.p_empty at C >= 4 (App. H, E[(1 - G_c)^D]) at the confidence of
-    law_bound: b = T_FACTOR x SE (over the scrambles) + LAW_DET is absolute, so |p_hat - p|/p <= b/(p_hat - b) where
-    p_hat > b, inf otherwise (no digit claimed). Measured for the relu gamma 0.467: 2e-2 at C = 100, D = 300; 1.1 at
-    C = 10, D = 400; inf at C = 10, D = 1e4: the issue's 1e-6 relative at C >= 4 is not reached (open). C = 3:
-    THREE_ERROR; C = 2: 2e-9 (deterministic routes)."""
+    """A true relative error bound of multiclass.p_empty (App. H, E[(1 - G_c)^D]) at the confidence of law_bound:
+    C >= 4: b = T_FACTOR x SE (over the scrambles) + the deterministic bound of law_functional, so
+    |p_hat - p|/p <= b/(p_hat - b) where p_hat > b, inf otherwise (no digit claimed). C = 3: THREE_ERROR; C = 2:
+    2e-9 (deterministic routes)."""
     if int(C) == 3:
         return THREE_ERROR
     if int(C) == 2 or gamma == 0 or math.isinf(gamma):
         return 2e-9
-    return qmc_relative_bound(p_empty_replicates(gamma, int(C), int(D)))
+    return float(_relative(*qmc_estimate(*p_empty_replicates(gamma, int(C), int(D)))))
+
+
+def p_empty_se(gamma: float, C: int, D: int) -> float:
+    """The standard error of multiclass.p_empty: over the scrambles plus the deterministic bound at C >= 4 (the law's
+    randomised QMC), and the (relative THREE_ERROR / 2e-9) deterministic error at C <= 3."""
+    if int(C) <= 3 or gamma == 0 or math.isinf(gamma):
+        return float(p_empty_relative_bound(gamma, C, D) * p_empty_numpy(gamma, C, D))
+    reps, det = p_empty_replicates(gamma, int(C), int(D))
+    return float(reps.std(ddof=1)) / math.sqrt(reps.size) + det
 
 
 def _p_empty_upper(gamma: float, C: int, D: int) -> float:
     """p_hat + b (C >= 4): a true upper bound of p_empty at the confidence of law_bound, where no digit is resolved."""
-    return min(1.0, sum(_qmc_estimate(p_empty_replicates(gamma, int(C), int(D)))))
+    return min(1.0, sum(qmc_estimate(*p_empty_replicates(gamma, int(C), int(D)))))
 
 
-def _qmc_estimate(reps: np.ndarray) -> tuple:
-    """(p_hat, b) from the per-scramble estimates ``reps`` of a probability: their mean and the absolute bound of
-    law_bound, b = T_FACTOR x SE + LAW_DET."""
-    return float(reps.mean()), T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + LAW_DET
+def qmc_estimate(reps: np.ndarray, det: float = 0.0) -> tuple:
+    """(v_hat, b) from per-scramble estimates ``reps`` and a deterministic bound ``det``: their mean and the bound at
+    the confidence of law_bound, b = T_FACTOR x SE + det."""
+    return float(reps.mean()), T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + det
 
 
-def qmc_relative_bound(reps: np.ndarray) -> float:
-    """b/(p_hat - b) (inf where p_hat <= b) for the per-scramble estimates ``reps`` of a probability
-    (``_qmc_estimate``)."""
-    return float(_relative(*_qmc_estimate(reps)))
+def _t_rule(n_panels, n):
+    """Gauss-Legendre in xi = log t over [-25, log 50] for int_0^inf e^-t F(1 - e^(-t/D)) dt (t = e^xi)."""
+    xi, w = composite_gauss_legendre(np.linspace(-25.0, math.log(50.0), n_panels + 1), n)
+    t = np.exp(xi)
+    return t, w * t * np.exp(-t)
+
+
+_T2, _T2_W = _t_rule(15, 16)           # exact C = 2 route: relative error <= 2e-9 (tested against mpmath)
 
 
 def _p_empty_binary(gamma, D):
@@ -915,28 +1006,47 @@ def max_fraction_cdf_numpy(g, gamma, C, D):
     return _vector_route(binary, sampled, gamma, C, D, g)
 
 
+def entropy_law(gamma: float, C: int) -> tuple:
+    """(per-scramble entropy C E[-G_c log G_c] [K_SCRAMBLES], deterministic bound) at D = inf, C >= 4, from the law of
+    one G_c (law_functional with psi(g) = -g log g, psi'(g) = -(1 + log g)): a functional of the randomised QMC law,
+    not of sampled fraction vectors."""
+    def psi(g):
+        return -special.xlogy(g, g)
+
+    def below(g):      # int_0^g |1 + log x| dx = -g log g for g <= 1/e (bounded by 1/e + g beyond)
+        return -g * math.log(g) if 0 < g <= math.exp(-1) else (g + math.exp(-1) if g > 0 else 0.0)
+    reps, det = law_functional(_table(gamma, C), psi, lambda g: -(1 + np.log(g)), below,
+                               lambda g: (1 - g) * (1 + abs(math.log(g))))
+    return C * reps, C * det
+
+
 def entropy_numpy(gamma, C, D):
     return _vector_route(_binary_entropy, lambda gm, cc, dd: entropy_se(gm, cc, dd)[0], gamma, C, D)
 
 
 def entropy_se(gamma: float, C: int, D: float) -> tuple:
-    """(E entropy of the observed fractions K_c/D, its Monte Carlo SE) (App. H; D = inf: of G). Where the D = inf value
-    is deterministic (C = 2: _binary_entropy; C = 3: three.entropy, relative THREE_ERROR) the finite-D value is it
-    plus the sampled mean of H(K/D) - H(G) over the fixed fraction vectors and their multinomial counts (a control
-    variate: only the count noise is sampled); else the sample mean of H(K/D). SE = SD/sqrt(n) of what is sampled
-    (0 where nothing is); relative SE = SE/value. Measured: the law-of-one-G route C int (-log g - 1)(1 - F(g)) dg
-    over the randomised QMC law has a 2-5x larger SE than these vectors at C >= 10 (not used)."""
+    """(E entropy of the observed fractions K_c/D, its standard error) (App. H; D = inf: of G). The D = inf value:
+    C = 2 _binary_entropy, C = 3 three.entropy (relative THREE_ERROR), C >= 4 entropy_law (randomised QMC law: SE over
+    the scrambles, its deterministic bound added to it); gamma in {0, inf} exact. At finite D it is that value plus
+    the sampled mean of H(K/D) - H(G) over the fixed fraction vectors and their multinomial counts (a control
+    variate: only the count noise is sampled), the two SEs added in quadrature; relative SE = SE/value."""
     C = int(C)
-    exact = None
-    if 0 < gamma < math.inf and C in (2, 3):
-        exact = float(_binary_entropy(np.array([gamma]))[0]) if C == 2 else three.entropy(gamma)
+    exact, se = None, 0.0
+    if 0 < gamma < math.inf:
+        if C == 2:
+            exact = float(_binary_entropy(np.array([gamma]))[0])
+        elif C == 3:
+            exact = three.entropy(gamma)
+        else:
+            reps, det = entropy_law(gamma, C)
+            exact, se = float(reps.mean()), float(reps.std(ddof=1)) / math.sqrt(reps.size) + det
         if math.isinf(D):
-            return exact, 0.0
+            return min(max(exact, 0.0), math.log(C)), se
     v = vector_samples(gamma, C)
     h_obs = -special.xlogy(p := observed_fractions(v, D), p).sum(1)
     x = h_obs if exact is None else h_obs + special.xlogy(v, v).sum(1)
     mean = float(x.mean()) + (exact or 0.0)
-    return min(max(mean, 0.0), math.log(C)), float(x.std(ddof=1)) / math.sqrt(x.size)
+    return min(max(mean, 0.0), math.log(C)), math.hypot(float(x.std(ddof=1)) / math.sqrt(x.size), se)
 
 
 def _no_vector_reference(name, C, D):
@@ -1055,12 +1165,13 @@ LAW = Provenance(IGB, "App. H (multi-class extension; exact law derived in deriv
 _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z_s + u_s - sp.Symbol("u_j")),
                                                                          (sp.Symbol("j"), 1, C_s - 1)),
                      (z_s, -sp.oo, sp.oo))
-MC_ERROR = ("randomised QMC over the other C-1 means (16 scrambled Sobol nets, importance-sampled largest mean, "
-            "small-gamma control variate; for C >= 10 the product over the others by binned 5th-order Taylor "
-            "expansions with a computed remainder): |error| <= law_bound = 5.24 x (SE between the scrambles) + 1e-5 "
-            "+ the remainder's effect (computed; <= 3e-8 on the bench grid) at 99.99 % (Student t, 15 dof); the "
-            "bound is <= 0.05 over gamma in [1e-3, 1e3], C <= 1000 (bench), largest where the law is steep (small "
-            "gamma); C = 2 and gamma in {0, inf} are exact")
+MC_ERROR = ("randomised QMC over the other C-1 means (16 scrambled Sobol nets of 2^12 ... 2^7 points, importance-"
+            "sampled largest mean, small-gamma control variate fitted on an independent pilot; for C >= 10 the product "
+            "over the others by binned 5th-order Taylor expansions with a computed remainder): |error| <= law_bound = "
+            "5.24 x (SE between the scrambles) + 2e-7 x value + clip + remainder (computed) at 99.99 % (Student t, "
+            "15 dof); relative: law_relative_bound = b/(F_hat - b), measured 4e-7 ... 3e-4 for g in [1/(2C), 2/C], "
+            "gamma in [1e-3, 1e3], C in [4, 1000] (smallest at large gamma), inf in the far lower tail (no digit "
+            "claimed); C = 3 relative 1e-10 (deterministic), C = 2 and gamma in {0, inf} exact")
 
 
 _E, _Gc = sp.Function("E"), sp.Symbol("G_c")
@@ -1076,16 +1187,17 @@ def _stated(text: str) -> Accuracy:
 
 _LAW_ACC = _stated("C = 3: relative <= 1e-10 (deterministic: a 1-d integral over q = (d2 - d3)/2 of "
                    "Phi(-p*(q)/sigma_p), p* the root in p = (d2 + d3)/2, multiclass_numerics/three.py); C >= 4: "
-                   "randomised QMC, absolute error <= law_bound = 5.24 SE + 1e-5 + binning remainder (computed) "
-                   "at 99.99 % (<= 0.05); exact at C = 2 and gamma in {0, inf}")
+                   "randomised QMC, relative error <= law_relative_bound (computed per value at 99.99 %; 4e-7 ... 3e-4 "
+                   "in the bulk, inf in the far lower tail); exact at C = 2 and gamma in {0, inf}")
 _VEC_ACC = _stated("Monte Carlo over fraction vectors (the empirical CDF of max_c of multinomial(D, G)/D, or of G at "
                    "D = inf), absolute error within the DKW band of n = min(4000, 1e5/C) draws; at D = inf exact "
                    "where C = 2 (closed form) or gamma in {0, inf}, and relative <= 1e-10 at C = 3 (1-d integral "
                    "3 E_q[(Phi(-q/s_p) - Phi(p*/s_p))_+], multiclass_numerics/three.max_cdf)")
 
 
-_EMPTY_ACC = _stated("C >= 4: randomised QMC, ABSOLUTE error <= 5.24 SE + 1e-5 (a small probability is not "
-                     "resolved at C >= 4); C = 3: relative <= 1e-10, "
+_EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law, relative error <= p_empty_relative_bound "
+                     "(computed per value at 99.99 %: 1e-5 ... 1e-3 measured; inf where no digit is resolved); "
+                     "C = 3: relative <= 1e-10, "
                      "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
                      "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
                      "exact at gamma in {0, inf}")
@@ -1093,9 +1205,11 @@ _MAX_ACC = _stated("finite D: the exact D = inf value + the Monte Carlo mean of 
                    "vectors and their multinomial counts (n = min(4000, 1e5/C)), SE stated relative by "
                    "max_fraction_se (measured 6.6e-4 ... 4.1e-3); D = inf: relative <= 1e-12 (exact 2-d quadrature "
                    "C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
-_ENT_ACC = _stated("finite D, or C >= 4: Monte Carlo over fraction vectors, absolute error within a few sample "
-                   "SD/sqrt(n) (n = min(4000, 1e5/C)); D = inf: C = 3 relative <= 1e-10 (3 E[-G log G], 2-d "
-                   "quadrature over the law of G_1, multiclass_numerics/three.py), C = 2 and gamma in {0, inf} exact")
+_ENT_ACC = _stated("D = inf: C >= 4 C E[-G log G] as a functional of the randomised QMC law, SE stated by "
+                   "entropy_se (relative 1e-7 ... 2e-4 at 99.99 % measured); C = 3 relative <= 1e-10 (2-d quadrature "
+                   "over the law of G_1, multiclass_numerics/three.py), C = 2 and gamma in {0, inf} exact; finite D: "
+                   "that value + the Monte Carlo mean of H(K/D) - H(G) over fraction vectors and their multinomial "
+                   "counts, SE stated by entropy_se")
 
 
 def _route(np_fn, mp_fn, method, error, defining=None):
@@ -1159,10 +1273,12 @@ register(ClosedForm(
     "peak at 0, App. I.1.3).", (GAMMA, C_PARAM, D_PARAM),
     Provenance(IGB, "App. I.1.3 (peak at 0 for CIFAR-100)", MODEL + "; data points assigned independently given W"),
     accuracy=_EMPTY_ACC,
-    builder=_route(p_empty_numpy, p_empty_mp, "int_0^inf e^-t F(1 - e^(-t/D)) dt with the randomised QMC "
-                   "cdf F (Gauss-Legendre in log t); exact igb law at C = 2", MC_ERROR, _E((1 - _Gc) ** D_s)),
+    builder=_route(p_empty_numpy, p_empty_mp, "int_0^1 D (1 - g)^(D-1) F(g) dg against the randomised QMC cdf F "
+                   "(law_functional); exact igb law at C = 2", MC_ERROR.replace("law_relative_bound",
+                                                                               "p_empty_relative_bound"),
+                   _E((1 - _Gc) ** D_s)),
     limit=_p_empty_limit,
-    display=r"E\left[(1 - G_c)^D\right] = \int_0^\infty e^{-t} F_{G_c}\left(1 - e^{-t/D}\right) dt"))
+    display=r"E\left[(1 - G_c)^D\right] = \int_0^1 D (1 - g)^{D-1} F_{G_c}(g)\, dg"))
 register(ClosedForm(
     "multiclass.n_empty", "Expected number of classes with no point of a dataset of D points: C E[(1 - G_c)^D].",
     (GAMMA, C_PARAM, D_PARAM), Provenance(IGB, "App. I.1.3", MODEL),
@@ -1199,7 +1315,9 @@ register(ClosedForm(
     "multiclass.entropy", "E[-sum_c G_c log G_c] (nats): how prejudiced a C-class net is (log C: none; 0: total).",
     (GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H", MODEL),
     accuracy=_ENT_ACC,
-    builder=_route(entropy_numpy, binary_entropy_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
+    builder=_route(entropy_numpy, binary_entropy_mp, "D = inf: C E[-G log G] over the law of one G_c (C = 3 "
+                   "quadrature, C >= 4 law_functional of the randomised QMC law); finite D: + Monte Carlo count noise "
+                   "over exact fraction vectors", "standard error stated by entropy_se (relative); " + _VEC_ERROR,
                    _E(-sp.Sum(_Gc * sp.log(_Gc), (sp.Symbol("c"), 1, C_s)))),
     limit=lambda gamma, C, D: (mpmath.log(C) if gamma == 0 and D == mpmath.inf else
                                (0 if gamma == mpmath.inf else None)),
