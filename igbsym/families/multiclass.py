@@ -403,8 +403,8 @@ class _Table:
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
         G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that bracket g (relative error
-        of the cdf <= DET_REL, measured). Where u* lies below the grid or below -8.5 s the value is Phi(lo/s) and the
-        truth is in [0, Phi(lo/s)]: that width is the clip error (computed, part of law_bound)."""
+        of the cdf <= DET_REL, measured). Where u* lies below the grid or below -8.5 s the truth is in [0, Phi(lo/s)]:
+        the value is the midpoint and the half-width the clip error (computed, part of law_bound)."""
         t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
         n, n_u = self.P.shape
         r = np.arange(n)[:, None]
@@ -424,7 +424,8 @@ class _Table:
         z = np.clip(root, lo, hi) / self.s
         dens = np.where(inside, np.exp((t * t)[None, :] / 2 - z * z / 2) / self.s * slope, 0.0)   # dPhi(z)/dg
         F = special.ndtr(z)
-        return F, dens, np.where(root <= lo, F, 0.0)
+        clip = np.where(root <= lo, F / 2, 0.0)          # the truth is in [0, Phi(lo/s)]: report the midpoint
+        return F - clip, dens, clip
 
     def replicates(self, g: np.ndarray, control: bool = True) -> tuple:
         """(F [K, n_g], f [K, n_g], clip [n_g]): per-scramble means of P(G_c <= g | others) and of its g-derivative
