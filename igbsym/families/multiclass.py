@@ -427,14 +427,17 @@ class _Table:
         clip = np.where(root <= lo, F / 2, 0.0)          # the truth is in [0, Phi(lo/s)]: report the midpoint
         return F - clip, dens, clip
 
-    def replicates(self, g: np.ndarray, control: bool = True) -> tuple:
-        """(F [K, n_g], f [K, n_g], clip [n_g]): per-scramble means of P(G_c <= g | others) and of its g-derivative
-        (with the control variate for gamma <= CV_GAMMA, coefficients fitted on the pilot; control=False leaves it
-        out), and the weighted mean clip error of ``rows``. The g values are done in chunks (memory ~ rows x chunk)."""
+    def replicates(self, g: np.ndarray, control: bool = True, node_weights: np.ndarray | None = None) -> tuple:
+        """(F [K, n_g], f [K, n_g], clip [n_g], ess): per-scramble means of P(G_c <= g | others) and of its
+        g-derivative (with the control variate for gamma <= CV_GAMMA, coefficients fitted on the pilot; control=False
+        leaves it out), the weighted mean clip error of ``rows``, and the effective number of rows carrying each value,
+        ess [n_g] = (sum w F_r)^2 / sum (w F_r)^2 — or, given ``node_weights`` [n_g], the ess of the rows' weighted sums
+        sum_g node_weights F_r(g) (a functional). The g values are done in chunks (memory ~ rows x chunk)."""
         g = np.atleast_1d(np.asarray(g, float))
         # [K, n_g] views of [n_g, K] arrays: a mean over the scrambles runs along memory, in the same order whatever
         # the other g values (array call = scalar call, bit for bit)
         F, f, clip = np.empty((g.size, K_SCRAMBLES)).T, np.empty((g.size, K_SCRAMBLES)).T, np.empty(g.size)
+        ess, total = np.empty(g.size), np.zeros(self.top.size)
         for a in range(0, g.size, _CHUNK):
             x = g[a:a + _CHUNK]
             Fr, fr, cr = self.rows(x)
@@ -444,7 +447,12 @@ class _Table:
                 Fr, fr = Fr - beta * (cv - mean_cv), fr - dbeta * (dcv - mean_dcv)
             F[:, a:a + _CHUNK], f[:, a:a + _CHUNK] = _per_scramble(Fr, self.weight), _per_scramble(fr, self.weight)
             clip[a:a + _CHUNK] = _per_scramble(cr, self.weight).mean(0)
-        return F, f, clip
+            ess[a:a + _CHUNK] = _ess(self.weight[:, None] * Fr)
+            if node_weights is not None:
+                total += Fr @ node_weights[a:a + _CHUNK]
+        if node_weights is not None:
+            ess = float(_ess((self.weight * total)[:, None])[0])
+        return F, f, clip, ess
 
     def cv_coefficients(self, g: np.ndarray) -> tuple:
         """(beta, dbeta) [n_g]: the regression coefficients of the row values (cdf, density) on the control variate
@@ -477,6 +485,18 @@ class _Table:
 
 _CHUNK = 16        # g values per pass over the rows
 _ROW_KEY = 100.0   # row offset of the stacked probit keys (probits lie in [-38.5, 8.3]; rounding ~1e-9 at 2^16 rows)
+
+
+ESS_MIN = 300     # fewer effective rows: the spread between the scrambles does not measure the error (no digit)
+
+
+def _ess(x: np.ndarray) -> np.ndarray:
+    """Effective number of rows per column of the weighted row values x [rows, n]: (sum x)^2 / sum x^2 (summed along
+    memory per column). Measured on the engine at C = 2 against the exact law: the stated bound failed (by up to 2.6x)
+    only where this was < 25, in the far lower tail (tests/test_multiclass.py), hence ESS_MIN."""
+    xt = np.ascontiguousarray(x.T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(xt.sum(1) ** 2 / (xt * xt).sum(1), nan=0.0)
 
 
 def _per_scramble(values: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -562,15 +582,17 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
     the deterministic parts: DET_REL x the value (grid + Hermite inversion), the clip error of the rows whose root
     lies below the u grid (computed), and for C >= BINNED_FROM the bound the Taylor remainder of the binned products
-    implies (_Table.taylor_error, computed). C = 3: the deterministic route's relative bound, THREE_ERROR x the value
-    (multiclass_numerics/three.py)."""
+    implies (_Table.taylor_error, computed); inf (no claim) where fewer than ESS_MIN effective rows carry the value
+    (the far lower tail: the between-scramble spread does not measure the error there). C = 3: the deterministic
+    route's relative bound, THREE_ERROR x the value (multiclass_numerics/three.py)."""
     g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 3:
         return THREE_ERROR * cdf_numpy(g, gamma, 3)
     tab = _table(gamma, C)
-    F, _, clip = tab.replicates(g)
+    F, _, clip, ess = tab.replicates(g)
     value = F.mean(0)
-    return T_FACTOR * F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES) + DET_REL * np.abs(value) + clip + tab.taylor_error(g)
+    b = T_FACTOR * F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES) + DET_REL * np.abs(value) + clip + tab.taylor_error(g)
+    return np.where(ess < ESS_MIN, np.inf, b)
 
 
 def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
@@ -671,7 +693,8 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     SUPPORT_PANELS Gauss-Legendre panels uniform in probit g plus the caller's ``breaks`` (probits), 8 nodes each;
     above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic parts (DET_REL,
     clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo) there) and
-    (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|)."""
+    (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|); inf where fewer than ESS_MIN effective rows carry the
+    functional (a rare event the rows do not reach: no digit claimed)."""
     g_lo, g_hi = _support(tab)
     g_end = min(g_hi, g_top)
     if not g_lo < g_end:
@@ -682,13 +705,13 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     p, w = composite_gauss_legendre(edges, 8) if edges.size > 1 else (np.zeros(0), np.zeros(0))
     g = special.ndtr(p)
     wg = w * np.exp(-p * p / 2) / _SQ2PI                       # dg = phi(p) dp
-    F, _, clip = tab.replicates(np.concatenate([g, [g_lo, g_end]]))
     d = dpsi(g)
+    F, _, clip, ess = tab.replicates(np.concatenate([g, [g_lo, g_end]]), node_weights=np.concatenate([d * wg, [0, 0]]))
     reps = psi(g_end) - F[:, :-2] @ (d * wg)
     Fm = F.mean(0)
     det = (np.abs(d) * wg) @ (DET_REL * np.abs(Fm[:-2]) + clip[:-2])
     det += (Fm[-2] + clip[-2]) * below(g_lo) + max(1 - Fm[-1], 0.0) * above(g_end)
-    return reps, float(det)
+    return reps, float(det) if ess >= ESS_MIN else math.inf
 
 
 def _t_breaks(D: int) -> np.ndarray:
@@ -980,17 +1003,48 @@ def max_fraction_numpy(gamma, C, D):
 
 
 def max_fraction_se(gamma: float, C: int, D: float) -> tuple:
-    """(E max_c K_c/D, its Monte Carlo SE) at dataset size D (App. H, the dominant class; counts K multinomial(D, G)
-    given the weights): the exact D = inf value max_fraction_exact (relative 1e-12) plus the sampled mean of
-    max_c K_c/D - max_c G_c over the fixed fraction vectors (vector_samples) and their multinomial counts, a control
-    variate whose spread is the count noise ~ sqrt(G (1 - G)/D), not the spread of max_c G_c over the weights.
-    SE = SD/sqrt(n) of that difference (0 at D = inf); relative SE = SE/value (value >= 1/C)."""
+    """(E max_c K_c/D, its standard error) at dataset size D (App. H, the dominant class; counts K multinomial(D, G)
+    given the weights). C = 2: exact (max_fraction_binary, SE 0). Else the exact D = inf value max_fraction_exact
+    (relative 1e-12) plus the sampled mean of max_c K_c/D - max_c G_c over the fixed fraction vectors
+    (vector_samples), COUNT_REPEATS multinomial draws each: a control variate whose spread is the count noise
+    ~ sqrt(G (1 - G)/D), not the spread of max_c G_c over the weights. SE = SD/sqrt(n) of the per-vector means
+    (0 at D = inf); relative SE = SE/value (value >= 1/C)."""
     exact = float(max_fraction_exact(gamma, C)[0])
     if math.isinf(D):
         return exact, 0.0
+    if int(C) == 2 and 0 < gamma < math.inf:
+        return float(max_fraction_binary(gamma, int(D))), 0.0
     v = vector_samples(gamma, C)
-    d = observed_fractions(v, D).max(1) - v.max(1)
+    d = count_means(v, D, lambda k: k.max(1)) - v.max(1)
     return min(1.0, max(1 / C, exact + float(d.mean()))), float(d.std(ddof=1)) / math.sqrt(d.size)
+
+
+COUNT_REPEATS = 16     # multinomial draws per fraction vector in the finite-D control variates (SE 3-4x below one)
+
+
+def count_means(vectors: np.ndarray, D: float, stat) -> np.ndarray:
+    """Per vector, the mean of stat(K/D) [n] over COUNT_REPEATS independent multinomial(D, G) draws (fixed seeds)."""
+    return np.mean([stat(observed_fractions(vectors, D, seed=r)) for r in range(COUNT_REPEATS)], axis=0)
+
+
+def max_fraction_binary(gamma: float, D: int) -> float:
+    """C = 2, finite D: E[max(K, D - K)]/D, K | Z ~ Binomial(D, p), p = Phi(sqrt(gamma) Z) (the igb law). Exactly
+    max(K, D - K) = D/2 + |K - D/2| and E|K - c| = E K - c + 2 E(c - K)^+ with
+    E(c - K)^+ = c F_D(m) - D p F_(D-1)(m - 1), m = ceil(c) - 1 (k pmf_D(k) = D p pmf_(D-1)(k - 1)), F_n the
+    binomial cdf (regularised incomplete beta): one
+    closed form per node, integrated over Z (phi(z) < 1e-31 beyond |z| = 12) by 16-node Gauss-Legendre on quarter
+    panels of [-12, 12] refined geometrically towards z = 0, where |K - D/2| has its kink smoothed over a width
+    ~ 1/(sqrt(gamma D)) in z. Relative error <= 1e-10 (tests: scipy quad of the binomial sum)."""
+    width = 0.25 / math.sqrt(gamma * D)
+    near = width * 2.0 ** np.arange(0, max(1, math.ceil(math.log2(12 / width))))
+    near = near[near < 12]
+    z, w = composite_gauss_legendre(np.unique(np.concatenate([np.linspace(-12.0, 12.0, 97), near, -near])), 16)
+    p = special.ndtr(math.sqrt(gamma) * z)
+    c = D / 2
+    m = math.ceil(c) - 1
+    below = c * stats.binom.cdf(m, D, p) - D * p * stats.binom.cdf(m - 1, D - 1, p)
+    mad = D * p - c + 2 * below
+    return float((w * np.exp(-z * z / 2) / _SQ2PI) @ (c + mad)) / D
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
@@ -1029,8 +1083,8 @@ def entropy_se(gamma: float, C: int, D: float) -> tuple:
     """(E entropy of the observed fractions K_c/D, its standard error) (App. H; D = inf: of G). The D = inf value:
     C = 2 _binary_entropy, C = 3 three.entropy (relative THREE_ERROR), C >= 4 entropy_law (randomised QMC law: SE over
     the scrambles, its deterministic bound added to it); gamma in {0, inf} exact. At finite D it is that value plus
-    the sampled mean of H(K/D) - H(G) over the fixed fraction vectors and their multinomial counts (a control
-    variate: only the count noise is sampled), the two SEs added in quadrature; relative SE = SE/value."""
+    the sampled mean of H(K/D) - H(G) over the fixed fraction vectors and COUNT_REPEATS multinomial draws each (a
+    control variate: only the count noise is sampled), the two SEs added in quadrature; relative SE = SE/value."""
     C = int(C)
     exact, se = None, 0.0
     if 0 < gamma < math.inf:
@@ -1044,7 +1098,7 @@ def entropy_se(gamma: float, C: int, D: float) -> tuple:
         if math.isinf(D):
             return min(max(exact, 0.0), math.log(C)), se
     v = vector_samples(gamma, C)
-    h_obs = -special.xlogy(p := observed_fractions(v, D), p).sum(1)
+    h_obs = count_means(v, D, lambda k: -special.xlogy(k, k).sum(1))
     x = h_obs if exact is None else h_obs + special.xlogy(v, v).sum(1)
     mean = float(x.mean()) + (exact or 0.0)
     return min(max(mean, 0.0), math.log(C)), math.hypot(float(x.std(ddof=1)) / math.sqrt(x.size), se)
@@ -1202,9 +1256,10 @@ _EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law, relative e
                      "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
                      "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
                      "exact at gamma in {0, inf}")
-_MAX_ACC = _stated("finite D: the exact D = inf value + the Monte Carlo mean of max_c K_c/D - max_c G_c over fraction "
-                   "vectors and their multinomial counts (n = min(4000, 1e5/C)), SE stated relative by "
-                   "max_fraction_se (measured 6.6e-4 ... 4.1e-3); D = inf: relative <= 1e-12 (exact 2-d quadrature "
+_MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the Monte Carlo mean of max_c K_c/D - max_c G_c over "
+                   "fraction vectors (n = min(4000, 1e5/C)) and 16 multinomial draws each, SE stated relative by "
+                   "max_fraction_se (measured 1.8e-4 ... 1.3e-3); finite D, C = 2: exact (binomial closed form "
+                   "integrated over the igb law, relative <= 1e-10); D = inf: relative <= 1e-12 (exact 2-d quadrature "
                    "C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
 _ENT_ACC = _stated("D = inf: C >= 4 C E[-G log G] as a functional of the randomised QMC law, SE stated by "
                    "entropy_se (relative 1e-7 ... 2e-4 at 99.99 % measured); C = 3 relative <= 1e-10 (2-d quadrature "
