@@ -505,7 +505,7 @@ def test_max_fraction_cdf_engine_within_its_bound_of_the_exact_three_class_law(g
     C = 3 against the deterministic three.max_cdf (relative 1e-10): within its stated bound at 99.99 %."""
     g = np.array([0.34, 0.4, 0.5, 0.7, 0.9])
     F, det, ess = fam.max_cdf_replicates(g, gamma, 3)
-    bound = np.where(ess < fam.ESS_MIN, np.inf, fam.T_FACTOR * F.std(0, ddof=1) / math.sqrt(fam.K_SCRAMBLES) + det)
+    bound = fam.replicate_bound(F, det, ess)
     exact = np.array([fam.three.max_cdf(x, gamma) for x in g])
     assert np.all(np.abs(F.mean(0) - exact) <= bound), (F.mean(0), exact, bound)
     assert np.all(bound[2:] / exact[2:] < 1e-3)

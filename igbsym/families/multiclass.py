@@ -590,9 +590,13 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
         return THREE_ERROR * cdf_numpy(g, gamma, 3)
     tab = _table(gamma, C)
     F, _, clip, ess = tab.replicates(g)
-    value = F.mean(0)
-    b = T_FACTOR * F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES) + DET_REL * np.abs(value) + clip + tab.taylor_error(g)
-    return np.where(ess < ESS_MIN, np.inf, b)
+    return replicate_bound(F, DET_REL * np.abs(F.mean(0)) + clip + tab.taylor_error(g), ess)
+
+
+def replicate_bound(F: np.ndarray, det, ess) -> np.ndarray:
+    """The stated absolute bound of per-scramble estimates F [K, n] at CONFIDENCE: T_FACTOR x SE + the deterministic
+    bound ``det``, inf (no claim) where fewer than ESS_MIN effective rows carry the value."""
+    return np.where(np.asarray(ess) < ESS_MIN, np.inf, T_FACTOR * F.std(0, ddof=1) / math.sqrt(F.shape[0]) + det)
 
 
 def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
@@ -1092,8 +1096,7 @@ def max_cdf_relative_bound(g, gamma: float, C: int) -> np.ndarray:
     if int(C) == 3:
         return np.full(np.shape(np.atleast_1d(g)), THREE_ERROR)
     F, det, ess = max_cdf_replicates(g, gamma, int(C))
-    b = np.where(ess < ESS_MIN, np.inf, T_FACTOR * F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES) + det)
-    return _relative(F.mean(0), b)
+    return _relative(F.mean(0), replicate_bound(F, det, ess))
 
 
 def entropy_law(gamma: float, C: int) -> tuple:
