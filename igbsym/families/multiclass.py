@@ -430,29 +430,38 @@ class _Table:
     def replicates(self, g: np.ndarray, control: bool = True, node_weights: np.ndarray | None = None) -> tuple:
         """(F [K, n_g], f [K, n_g], clip [n_g], ess): per-scramble means of P(G_c <= g | others) and of its
         g-derivative (with the control variate for gamma <= CV_GAMMA, coefficients fitted on the pilot; control=False
-        leaves it out), the weighted mean clip error of ``rows``, and the effective number of rows carrying each value,
-        ess [n_g] = (sum w F_r)^2 / sum (w F_r)^2 — or, given ``node_weights`` [n_g], the ess of the rows' weighted sums
-        sum_g node_weights F_r(g) (a functional). The g values are done in chunks (memory ~ rows x chunk)."""
-        g = np.atleast_1d(np.asarray(g, float))
-        # [K, n_g] views of [n_g, K] arrays: a mean over the scrambles runs along memory, in the same order whatever
-        # the other g values (array call = scalar call, bit for bit)
-        F, f, clip = np.empty((g.size, K_SCRAMBLES)).T, np.empty((g.size, K_SCRAMBLES)).T, np.empty(g.size)
-        ess, total = np.empty(g.size), np.zeros(self.top.size)
-        for a in range(0, g.size, _CHUNK):
-            x = g[a:a + _CHUNK]
-            Fr, fr, cr = self.rows(x)
+        leaves it out), the weighted mean clip error of ``rows``, and the effective number of rows carrying each value
+        (scramble_sums)."""
+        def with_control(x, Fr, fr, cr):
             if control and self.pilot is not None:
                 cv, dcv, mean_cv, mean_dcv = _linear_cv(x, self.s, self.C, self.total)
                 beta, dbeta = self.pilot.cv_coefficients(x)
                 Fr, fr = Fr - beta * (cv - mean_cv), fr - dbeta * (dcv - mean_dcv)
-            F[:, a:a + _CHUNK], f[:, a:a + _CHUNK] = _per_scramble(Fr, self.weight), _per_scramble(fr, self.weight)
-            clip[a:a + _CHUNK] = _per_scramble(cr, self.weight).mean(0)
-            ess[a:a + _CHUNK] = _ess(self.weight[:, None] * Fr)
+            return Fr, fr, cr
+        (F, f, clip), ess = self.scramble_sums(np.atleast_1d(np.asarray(g, float)), with_control, node_weights)
+        return F, f, clip.mean(0), ess
+
+    def scramble_sums(self, g: np.ndarray, per_row, node_weights: np.ndarray | None = None) -> tuple:
+        """The one pass over the rows: per_row(g_chunk, *rows(g_chunk)) gives per-row arrays [rows, n_chunk]; returns
+        (their per-scramble weighted sums, each [K, n_g], ess): ess [n_g] = (sum w v_r)^2 / sum (w v_r)^2 of the first
+        array v — or, given ``node_weights`` [n_g], the ess of the rows' weighted sums sum_g node_weights v_r(g) (a
+        functional). The g values go in chunks of _CHUNK (memory ~ rows x chunk)."""
+        # [K, n_g] views of [n_g, K] arrays: a mean over the scrambles runs along memory, in the same order whatever
+        # the other g values (array call = scalar call, bit for bit)
+        sums, ess, total = None, np.empty(g.size), np.zeros(self.top.size)
+        for a in range(0, g.size, _CHUNK):
+            x = g[a:a + _CHUNK]
+            values = per_row(x, *self.rows(x))
+            if sums is None:
+                sums = [np.empty((g.size, K_SCRAMBLES)).T for _ in values]
+            for out, v in zip(sums, values):
+                out[:, a:a + _CHUNK] = _per_scramble(v, self.weight)
+            ess[a:a + _CHUNK] = _ess(self.weight[:, None] * values[0])
             if node_weights is not None:
-                total += Fr @ node_weights[a:a + _CHUNK]
+                total += values[0] @ node_weights[a:a + _CHUNK]
         if node_weights is not None:
             ess = float(_ess((self.weight * total)[:, None])[0])
-        return F, f, clip, ess
+        return sums, ess
 
     def cv_coefficients(self, g: np.ndarray) -> tuple:
         """(beta, dbeta) [n_g]: the regression coefficients of the row values (cdf, density) on the control variate
@@ -1076,17 +1085,14 @@ def max_cdf_replicates(g: np.ndarray, gamma: float, C: int) -> tuple:
     as the cdf, no control variate. Deterministic bound: C E[DET_REL Phi(u*/s)] over the rows where the bracket is
     positive (the root's relative error)."""
     tab = _table(gamma, C)
-    g = np.atleast_1d(np.asarray(g, float))
-    F, det, ess = np.empty((g.size, K_SCRAMBLES)).T, np.empty(g.size), np.empty(g.size)
     lead = special.ndtr(tab.top / tab.s)[:, None]
-    for a in range(0, g.size, _CHUNK):
-        Fr, _, clip = tab.rows(g[a:a + _CHUNK])
+
+    def bracket(x, Fr, fr, clip):
         raw = Fr + clip                                          # Phi(u*/s) (clipped rows: root below u_top, 0 here)
         term = C * np.maximum(raw - lead, 0.0)
-        F[:, a:a + _CHUNK] = _per_scramble(term, tab.weight)
-        det[a:a + _CHUNK] = _per_scramble(C * DET_REL * raw * (term > 0), tab.weight).mean(0)
-        ess[a:a + _CHUNK] = _ess(tab.weight[:, None] * term)
-    return F, det, ess
+        return term, C * DET_REL * raw * (term > 0)
+    (F, det), ess = tab.scramble_sums(np.atleast_1d(np.asarray(g, float)), bracket)
+    return F, det.mean(0), ess
 
 
 def max_cdf_relative_bound(g, gamma: float, C: int) -> np.ndarray:
