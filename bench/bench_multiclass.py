@@ -5,8 +5,9 @@ one ``form.numpy`` call per form over all points (input validation included), ta
 (cold):
 - multiclass.var (deterministic quadrature; the C of one gamma share one Phi_2 table);
 - issue 27, C >= 4: multiclass.cdf at g = 1/C per (gamma, C) point, cold, at C = 4 ... 10^4 (randomised QMC, 16
-  scrambles of 2^12 ... 2^7 points, pilot-fitted control variate), with its stated relative bound; p_empty and
-  entropy as functionals of that law; with --compare, the binned products against the exact product on a sub-grid;
+  scrambles of 2^12 ... 2^7 points, the common mode in closed form at small gamma), with its stated relative bound;
+  p_empty and entropy as functionals of that law; with --compare, the binned products against the exact product on a
+  sub-grid;
 - issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
   per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
@@ -91,7 +92,7 @@ def main():
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
         print(f"multiclass.{name} {kw}: {float(v):.12g} in {t:.3f} s" + (f" ({t / old:.1f}x the old route)" if old
                                                                           else ""))
-    print("C >= 4, per (gamma, C) point, cold (table + pilot built): value, stated relative bound (99.99 %), time")
+    print("C >= 4, per (gamma, C) point, cold (table built): value, stated relative bound (99.99 %), time")
     print("  | form | C | value | relative bound | s | old route |")
     for cc in (4, 10, 100, 1000, 10000):
         clear()

@@ -54,7 +54,7 @@ def test_remainder_constant_bounds_the_sixth_derivative():
 
 @pytest.mark.parametrize("C", [3, 10, 100, 1000])
 def test_binned_log_products_within_eta_of_the_exact_product(C):
-    xi = fam._others(C, pilot=True)[0].reshape(-1, C - 1)[:1024]        # the route is per row: 1024 rows suffice
+    xi = fam._others(C)[0].reshape(-1, C - 1)[:1024]        # the route is per row: 1024 rows suffice
     rel = fam._law_grid(C)[0]
     h = rel[1] - rel[0]
     a_priori = fam.D6_SUP / 720 * (C - 1) * (h / 2) ** 6 + fam.LOG_PHI_9 * (C - 1)
