@@ -32,13 +32,13 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   Gumbel variable (``_others``); at small gamma (``_centred``) the others are centred on their mean, whose Gaussian
   offset from u_c integrates in closed form with u_c (``_Table``: P(G_c <= g | centred others) = Phi(u*(g)/s),
   s^2 = gamma C/(C - 1); it replaced a pilot-fitted linear control variate). G_hat(u)
-  on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (DET_REL). The product
+  on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_relative). The product
   H(w) = prod_j Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are binned on a
   lattice and log H is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
   (``binned_log_cdf_of_max``; remainder eta <= 1.5e-8 at C = 1000, computed per table). Error bound (``law_bound``):
-  Student t (15 dof, 99.99 %) times the between-scramble standard error, plus DET_REL x the value, plus the rows whose
-  root falls below their u grid (computed), plus what eta can move the cdf (``_Table.taylor_error``, computed);
-  relative: b/(F_hat - b), inf where no digit is resolved (the far lower tail). ``p_empty``, ``n_empty`` and
+  Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_relative x the value, plus the
+  rows whose root falls below their u grid (computed), plus what eta can move the cdf (``_Table.taylor_error``,
+  computed); relative: b/(F_hat - b), inf where no digit is resolved (the far lower tail). ``p_empty``, ``n_empty`` and
   ``entropy`` (D = inf) are functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``),
   with per-scramble replicates, so their relative bounds are stated the same way (``p_empty_relative_bound``,
   ``entropy_se``).
@@ -405,7 +405,8 @@ class _Table:
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
         G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that bracket g (relative error
-        of the cdf <= DET_REL, measured). Where u* lies below the grid or below -8.5 s the truth is in [0, Phi(lo/s)]:
+        of the cdf <= det_relative, measured). Where u* lies below the grid or below -ROW_Z_MIN s the truth is in [0,
+        Phi(lo/s)]:
         the value is the midpoint and the half-width the clip error (computed, part of law_bound)."""
         t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
         n, n_u = self.P.shape
@@ -420,7 +421,7 @@ class _Table:
         x = np.clip((t[None, :] - p0) / dp, 0.0, 1.0)
         root = u0 + x * (x * (x * (2 * u0 - 2 * u1 + m0 + m1) + (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0)
         slope = (x * (x * 3 * (2 * u0 - 2 * u1 + m0 + m1) + 2 * (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0) / dp   # du/dp
-        lo = np.maximum(-8.5 * self.s, self.top + self.rel_u[0])[:, None]
+        lo = np.maximum(-ROW_Z_MIN * self.s, self.top + self.rel_u[0])[:, None]
         hi = np.minimum(8.5 * self.s, self.top + self.rel_u[-1])[:, None]
         inside = (root > lo) & (root < hi)
         z = np.clip(root, lo, hi) / self.s
@@ -506,11 +507,12 @@ def _centred(gamma: float, C: int) -> bool:
     return gamma <= (CENTRE_GAMMA if C <= 200 else CENTRE_GAMMA / 10)
 
 
-def _build_table(gamma: float, C: int, centred: bool) -> _Table:
+def _build_table(gamma: float, C: int, centred: bool | None = None) -> _Table:
     """The law table of one (gamma, C) on the base points u = sqrt(gamma) xi, each row centred on its mean or not
-    (_Table)."""
+    (_Table; None: as _centred says)."""
     base, weight = _others(C)
     xi = base.reshape(-1, C - 1)
+    centred = _centred(gamma, C) if centred is None else centred
     if centred:
         xi = xi - xi.mean(1, keepdims=True)
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
@@ -559,7 +561,7 @@ def law_se(g, gamma: float, C: int) -> tuple:
 
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
-    the deterministic parts: DET_REL x the value (grid + Hermite inversion), the clip error of the rows whose root
+    the deterministic parts: det_relative x the value (grid + Hermite inversion), the clip error of the rows whose root
     lies below the u grid (computed), and for C >= BINNED_FROM the bound the Taylor remainder of the binned products
     implies (_Table.taylor_error, computed); inf (no claim) where fewer than ESS_MIN effective rows carry the value
     (the far lower tail: the between-scramble spread does not measure the error there). C = 3: the deterministic
@@ -569,7 +571,8 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
         return THREE_ERROR * cdf_numpy(g, gamma, 3)
     tab = _table(gamma, C)
     F, _, clip, ess = tab.replicates(g)
-    return replicate_bound(F, DET_REL * np.abs(F.mean(0)) + clip + tab.taylor_error(g), ess)
+    Fm = np.abs(F.mean(0))
+    return replicate_bound(F, det_relative(Fm, tab.s) * Fm + clip + tab.taylor_error(g), ess)
 
 
 def replicate_bound(F: np.ndarray, det, ess) -> np.ndarray:
@@ -593,9 +596,18 @@ def _relative(value, bound):
         return np.where(value > bound, bound / np.where(value > bound, value - bound, 1.0), np.inf)
 
 
-DET_REL = 2e-7     # relative error of the grid (trapezoid < 1e-10) and the Hermite inversion of G_hat: <= 8.1e-8 for
-                   # the cdf and the density where F in [1e-9, 1 - 1e-9], measured by halving the grid step at C = 4,
-                   # 10, 30 and gamma in [0.01, 100] (centred tables included)
+DET_REL = 2e-7     # relative error floor of the grid (trapezoid < 1e-10) and the Hermite inversion of G_hat ...
+DET_U = 3e-8       # ... plus DET_U z/s: the root's error in u moves Phi(u*/s) by ~ z/s relative (det_relative)
+
+
+def det_relative(F, s: float):
+    """Stated relative error of a row value (or a weighted mean of rows) F = Phi(u*/s) from the grid and the cubic
+    Hermite inversion: DET_REL + DET_U max(1, -Phi^-1(F))/s. Measured by halving the grid step (C = 4, 10, 30, gamma
+    in [1e-3, 30], F in [1e-250, 1 - 1e-9]): relative error <= 1.7e-8 at gamma >= 0.5, and (relative error) s/z
+    <= 1e-8 below, up to 1.6e-6 relative at gamma = 1e-3 and F = 1e-250. For a mean of rows F|Phi^-1(F)| is concave
+    in the lower tail, so the mean's term bounds the rows' weighted sum (Jensen)."""
+    F = np.asarray(F, float)
+    return DET_REL + DET_U * np.maximum(1.0, -special.ndtri(np.clip(F, 1e-300, 1.0))) / s
 
 
 def _by_pair(fn, g, gamma, C, side: int | None = None):
@@ -653,19 +665,22 @@ def pdf_numpy(g, gamma, C):
 
 
 # --- functionals of the law of one G_c at C >= 4: p_empty, entropy --------------------------------------------
-SUPPORT_Z = 10.0         # outside the support every row's P(G_c <= g | others) is within Phi(-10) = 7.6e-24 of 0 / 1
+ROW_Z_MIN = 37.0         # rows carry P(G_c <= g | others) = Phi(u*/s) down to Phi(-37) = 5.7e-300 (below: clip)
+SUPPORT_Z = 10.0         # above the support every row's P(G_c <= g | others) is within Phi(-10) = 7.6e-24 of 1
 SUPPORT_PANELS = 16      # Gauss-Legendre panels (8 nodes) uniform in probit g over the support
-T_MAX = 50.0             # p_empty: the t = -D log(1 - g) rule stops at T_MAX (beyond: <= e^-50, in the bound)
+T_MAX = 50.0             # p_empty: the t = -D log(1 - g) rule stops at T_MAX (beyond: <= e^-50, in the bound) ...
+T_CAP = 720.0            # ... or further, up to T_CAP (e^-720 = 2e-313), where the value is a rare event
+T_NEGLIGIBLE = 1e-8      # the cut e^-t_max (in the bound) is left where it is below this fraction of the rest
 
 
 def _support(tab: _Table) -> tuple:
-    """(g_lo, g_hi) such that below g_lo every row's P(G_c <= g | others) is <= Phi(-SUPPORT_Z) or its root lies under
+    """(g_lo, g_hi) such that below g_lo every row's P(G_c <= g | others) is <= Phi(-ROW_Z_MIN) or its root lies under
     the row's u grid (clip, G_hat < 1e-17 there), and above g_hi it is >= 1 - Phi(-SUPPORT_Z): the grid values at or
-    below u = -SUPPORT_Z s (above u = SUPPORT_Z s), the smallest (largest) over the rows."""
+    below u = -ROW_Z_MIN s (above u = SUPPORT_Z s), the smallest (largest) over the rows."""
     h = tab.rel_u[1] - tab.rel_u[0]
     base, n_u = tab.top + tab.rel_u[0], tab.P.shape[1]
     r = np.arange(tab.top.size)
-    i_lo = np.clip(np.floor((np.maximum(-SUPPORT_Z * tab.s, base) - base) / h).astype(int), 0, n_u - 1)
+    i_lo = np.clip(np.floor((np.maximum(-ROW_Z_MIN * tab.s, base) - base) / h).astype(int), 0, n_u - 1)
     i_hi = np.clip(np.ceil((np.minimum(SUPPORT_Z * tab.s, tab.top + tab.rel_u[-1]) - base) / h).astype(int), 0,
                    n_u - 1)
     return float(special.ndtr(tab.P[r, i_lo].min())), float(special.ndtr(tab.P[r, i_hi].max()))
@@ -676,10 +691,10 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     E psi(G) = psi(1) - int_0^1 psi'(g) F(g) dg (integration by parts against the law F of one G_c, App. H), so the
     functional inherits the law's randomised-QMC replicates. Over the support [g_lo, g_hi] (_support), cut at g_top:
     SUPPORT_PANELS Gauss-Legendre panels uniform in probit g plus the caller's ``breaks`` (probits), 8 nodes each;
-    above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic parts (DET_REL,
-    clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo) there) and
-    (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|); inf where fewer than ESS_MIN effective rows carry the
-    functional (a rare event the rows do not reach: no digit claimed)."""
+    above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic parts
+    (det_relative, clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo)
+    there) and (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|); inf where fewer than ESS_MIN effective rows
+    carry the functional (a rare event the rows do not reach: no digit claimed)."""
     g_lo, g_hi = _support(tab)
     g_end = min(g_hi, g_top)
     if not g_lo < g_end:
@@ -694,27 +709,34 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     F, _, clip, ess = tab.replicates(np.concatenate([g, [g_lo, g_end]]), node_weights=np.concatenate([d * wg, [0, 0]]))
     reps = psi(g_end) - F[:, :-2] @ (d * wg)
     Fm = F.mean(0)
-    det = (np.abs(d) * wg) @ (DET_REL * np.abs(Fm[:-2]) + clip[:-2])
+    det = (np.abs(d) * wg) @ (det_relative(np.abs(Fm[:-2]), tab.s) * np.abs(Fm[:-2]) + clip[:-2])
     det += (Fm[-2] + clip[-2]) * below(g_lo) + max(1 - Fm[-1], 0.0) * above(g_end)
     return reps, float(det) if ess >= ESS_MIN else math.inf
 
 
-def _t_breaks(D: int) -> np.ndarray:
+def _t_breaks(D: int, t_max: float) -> np.ndarray:
     """p_empty's breakpoints (probits of g = 1 - e^(-t/D)): log t uniform (step 2) from e^-25 to 1, then t uniform
-    (step 2) to T_MAX, so each panel sees e^-t vary by at most e^2."""
-    t = np.concatenate([np.exp(np.arange(-25.0, 0.0, 2.0)), np.arange(1.0, T_MAX + 1, 2.0)])
+    (step 2) to t_max, so each panel sees e^-t vary by at most e^2."""
+    t = np.concatenate([np.exp(np.arange(-25.0, 0.0, 2.0)), np.arange(1.0, t_max + 1, 2.0)])
     return _probit(-np.expm1(-t / D))
 
 
 def p_empty_replicates(gamma: float, C: int, D: int) -> tuple:
     """(per-scramble P(class c gets no point of D) [K_SCRAMBLES], deterministic bound) at C >= 4: E[(1 - G_c)^D] =
-    int_0^1 D (1 - g)^(D-1) F(g) dg by law_functional on the t breakpoints, the part beyond t = T_MAX bounded by
-    e^-T_MAX (App. I.1.3, the empty classes). Mean = multiclass.p_empty, SD/sqrt(K) its standard error."""
-    D = int(D)
-    return law_functional(_table(gamma, C), lambda g: np.exp(D * np.log1p(-g)),
-                          lambda g: -D * np.exp((D - 1) * np.log1p(-g)),
-                          lambda g: -math.expm1(D * math.log1p(-g)), lambda g: math.exp(D * math.log1p(-g)),
-                          -math.expm1(-T_MAX / D), _t_breaks(D))
+    int_0^1 D (1 - g)^(D-1) F(g) dg by law_functional on the t breakpoints up to t_max, where F is taken as 1 (the
+    term e^-t_max, its error <= e^-t_max in the bound) (App. I.1.3, the empty classes). t_max starts at T_MAX; where
+    e^-t_max is not below T_NEGLIGIBLE x the rest (the part below t_max, a rare event) it moves to where it is
+    (at least doubling, at most T_CAP). Mean = multiclass.p_empty, SD/sqrt(K) its standard error."""
+    D, t_max = int(D), T_MAX
+    while True:
+        reps, det = law_functional(_table(gamma, C), lambda g: np.exp(D * np.log1p(-g)),
+                                   lambda g: -D * np.exp((D - 1) * np.log1p(-g)),
+                                   lambda g: -math.expm1(D * math.log1p(-g)), lambda g: math.exp(D * math.log1p(-g)),
+                                   -math.expm1(-t_max / D), _t_breaks(D, t_max))
+        rest = float(reps.mean()) - math.exp(-t_max)      # the part below t_max: <= the value
+        if t_max >= T_CAP or math.exp(-t_max) <= T_NEGLIGIBLE * rest:
+            return reps, det
+        t_max = T_CAP if rest <= 0 else min(T_CAP, max(2 * t_max, 2 - math.log(T_NEGLIGIBLE * rest)))
 
 
 def p_empty_numpy(gamma, C, D):
@@ -1056,15 +1078,15 @@ def max_cdf_replicates(g: np.ndarray, gamma: float, C: int) -> tuple:
     C E[(Phi(u*(g)/s) - Phi(u_top/s))_+] given the others (u_1 in (u_top, u*(g)]): the same Rao-Blackwellised rows
     as the cdf, on the plain (uncentred) table: its rows depend on u_top mostly, which the nets' best coordinate and
     the importance sampling drive (centred, the bound was up to 100x wider where the value is near 1, at gamma <=
-    0.1). Deterministic bound: C E[DET_REL Phi(u*/s)] over the rows where the bracket is positive (the root's relative
-    error)."""
+    0.1). Deterministic bound: C E[det_relative Phi(u*/s)] over the rows where the bracket is positive (the root's
+    relative error)."""
     tab = _table(gamma, C, centred=False)
     lead = special.ndtr(tab.top / tab.s)[:, None]
 
     def bracket(x, Fr, fr, clip):
         raw = Fr + clip                                          # Phi(u*/s) (clipped rows: root below u_top, 0 here)
         term = C * np.maximum(raw - lead, 0.0)
-        return term, C * DET_REL * raw * (term > 0)
+        return term, C * det_relative(raw, tab.s) * raw * (term > 0)
     (F, det), ess = tab.scramble_sums(np.atleast_1d(np.asarray(g, float)), bracket)
     return F, det.mean(0), ess
 
