@@ -31,10 +31,10 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   2^12 below C = 10 ... 2^7 at C = 10^4) mapped to descending order statistics, the largest importance-sampled in its
   Gumbel variable (``_others``); at small gamma (``_centred``) the others are centred on their mean, whose Gaussian
   offset from u_c integrates in closed form with u_c (``_Table``: P(G_c <= g | centred others) = Phi(u*(g)/s),
-  s^2 = gamma C/(C - 1); it replaced a pilot-fitted linear control variate). G_hat(u)
-  on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_relative). The product
-  H(w) = prod_j Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are binned on a
-  lattice and log H is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
+  s^2 = gamma C/(C - 1); it replaced a pilot-fitted linear control variate). G_hat(u) on a u grid by the trapezoid
+  rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_relative). The product H(w) = prod_j
+  Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are binned on a lattice and log H
+  is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
   (``binned_log_cdf_of_max``; remainder eta <= 1.5e-8 at C = 1000, computed per table). Error bound (``law_bound``):
   Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_relative x the value, plus the
   rows whose root falls below their u grid (computed), plus what eta can move the cdf (``_Table.taylor_error``,
@@ -387,12 +387,12 @@ def binned_log_cdf_of_max(u: np.ndarray, C: int) -> tuple:
 
 
 class _Table:
-    """One (gamma, C): per point of the RQMC nets (rows), the others centred on their own mean m, G_hat(u) =
-    P(u + eps > max others | others) and dG_hat/du on the u grid top + rel_u around the centred others' maximum
-    ``top`` (G_hat increases in u); inverted in probit space p = Phi^-1(G_hat). G_c depends on u_c - m and the centred
-    others only, and u_c - m ~ N(0, s^2), s^2 = gamma C/(C - 1), is independent of the centred others (Gaussian), so
-    the common mode integrates in closed form: P(G_c <= g | centred others) = Phi(u*(g)/s). ``weight``: the importance
-    weights, self-normalised per scramble."""
+    """One (gamma, C): per point of the RQMC nets (rows), G_hat(u) = P(u + eps > max others | others) and dG_hat/du on
+    the u grid top + rel_u around the others' maximum ``top`` (G_hat increases in u); inverted in probit space
+    p = Phi^-1(G_hat). ``centred`` (_centred): the others are centred on their own mean m. G_c depends on u_c - m and
+    the centred others only, and u_c - m ~ N(0, s^2), s^2 = gamma C/(C - 1), is independent of the centred others
+    (Gaussian), so the common mode integrates in closed form: P(G_c <= g | centred others) = Phi(u*(g)/s); plain,
+    s^2 = gamma. ``weight``: the importance weights, self-normalised per scramble."""
 
     def __init__(self, gamma: float, C: int, top: np.ndarray, rel_u: np.ndarray, G: np.ndarray, dG: np.ndarray,
                  weight: np.ndarray, eta: float = 0.0, centred: bool = True):
@@ -405,9 +405,8 @@ class _Table:
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
         G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that bracket g (relative error
-        of the cdf <= det_relative, measured). Where u* lies below the grid or below -ROW_Z_MIN s the truth is in [0,
-        Phi(lo/s)]:
-        the value is the midpoint and the half-width the clip error (computed, part of law_bound)."""
+        of the cdf <= det_relative, measured). Where u* lies below the grid or below -ROW_Z_MIN s the truth is in
+        [0, Phi(lo/s)]: the value is the midpoint and the half-width the clip error (computed, part of law_bound)."""
         t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
         n, n_u = self.P.shape
         r = np.arange(n)[:, None]
