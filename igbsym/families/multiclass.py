@@ -401,6 +401,16 @@ class _Table:
         self.dudp = np.exp(-self.P * self.P / 2) / _SQ2PI / np.maximum(dG, 1e-300)    # du/dp at the grid points
         self.weight = weight
         self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
+        self.functionals: dict = {}   # (name, args) -> (replicates, bound): functionals of this table (memo)
+
+    def functional(self, key: tuple, compute) -> tuple:
+        """compute() = (per-scramble replicates, deterministic bound) of a law functional, once per table and key: a
+        form's value, its bound and its SE all come from the same pass (p_empty costs 2-30 s). Read-only replicates."""
+        if key not in self.functionals:
+            reps, det = compute()
+            reps.setflags(write=False)
+            self.functionals[key] = (reps, det)
+        return self.functionals[key]
 
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
@@ -506,12 +516,11 @@ def _centred(gamma: float, C: int) -> bool:
     return gamma <= (CENTRE_GAMMA if C <= 200 else CENTRE_GAMMA / 10)
 
 
-def _build_table(gamma: float, C: int, centred: bool | None = None) -> _Table:
+def _build_table(gamma: float, C: int, centred: bool) -> _Table:
     """The law table of one (gamma, C) on the base points u = sqrt(gamma) xi, each row centred on its mean or not
-    (_Table; None: as _centred says)."""
+    (_Table)."""
     base, weight = _others(C)
     xi = base.reshape(-1, C - 1)
-    centred = _centred(gamma, C) if centred is None else centred
     if centred:
         xi = xi - xi.mean(1, keepdims=True)
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
@@ -568,10 +577,15 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
     g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 3:
         return THREE_ERROR * cdf_numpy(g, gamma, 3)
-    tab = _table(gamma, C)
+    return table_bound(_table(gamma, C), g)[1]
+
+
+def table_bound(tab: _Table, g: np.ndarray) -> tuple:
+    """(per-scramble F [K, n_g], the stated bound [n_g]) of one law table at g: law_bound's C >= 4 part, on any table
+    (the engine run at C = 2 or 3 in the tests)."""
     F, _, clip, ess = tab.replicates(g)
     Fm = np.abs(F.mean(0))
-    return replicate_bound(F, det_relative(Fm, tab.s) * Fm + clip + tab.taylor_error(g), ess)
+    return F, replicate_bound(F, det_relative(Fm, tab.s) * Fm + clip + tab.taylor_error(g), ess)
 
 
 def replicate_bound(F: np.ndarray, det, ess) -> np.ndarray:
@@ -726,9 +740,15 @@ def p_empty_replicates(gamma: float, C: int, D: int) -> tuple:
     term e^-t_max, its error <= e^-t_max in the bound) (App. I.1.3, the empty classes). t_max starts at T_MAX; where
     e^-t_max is not below T_NEGLIGIBLE x the rest (the part below t_max, a rare event) it moves to where it is
     (at least doubling, at most T_CAP). Mean = multiclass.p_empty, SD/sqrt(K) its standard error."""
-    D, t_max = int(D), T_MAX
+    D, tab = int(D), _table(gamma, C)
+    return tab.functional(("p_empty", D), lambda: _p_empty_functional(tab, D))
+
+
+def _p_empty_functional(tab: _Table, D: int) -> tuple:
+    """p_empty_replicates on one table (the t_max loop)."""
+    t_max = T_MAX
     while True:
-        reps, det = law_functional(_table(gamma, C), lambda g: np.exp(D * np.log1p(-g)),
+        reps, det = law_functional(tab, lambda g: np.exp(D * np.log1p(-g)),
                                    lambda g: -D * np.exp((D - 1) * np.log1p(-g)),
                                    lambda g: -math.expm1(D * math.log1p(-g)), lambda g: math.exp(D * math.log1p(-g)),
                                    -math.expm1(-t_max / D), _t_breaks(D, t_max))
@@ -1109,9 +1129,9 @@ def entropy_law(gamma: float, C: int) -> tuple:
 
     def below(g):      # int_0^g |1 + log x| dx = -g log g for g <= 1/e (bounded by 1/e + g beyond)
         return -g * math.log(g) if 0 < g <= math.exp(-1) else (g + math.exp(-1) if g > 0 else 0.0)
-    reps, det = law_functional(_table(gamma, C), psi, lambda g: -(1 + np.log(g)), below,
-                               lambda g: (1 - g) * (1 + abs(math.log(g))))
-    return C * reps, C * det
+    tab = _table(gamma, C)
+    return tab.functional(("entropy",), lambda: tuple(C * x for x in law_functional(
+        tab, psi, lambda g: -(1 + np.log(g)), below, lambda g: (1 - g) * (1 + abs(math.log(g))))))
 
 
 def entropy_numpy(gamma, C, D):
