@@ -6,7 +6,8 @@ one ``form.numpy`` call per form over all points (input validation included), ta
 - multiclass.var (deterministic quadrature; the C of one gamma share one Phi_2 table);
 - issue 27, C >= 4: multiclass.cdf at g = 1/C per (gamma, C) point, cold, at C = 4 ... 10^4 (randomised QMC, 16
   scrambles of 2^12 ... 2^7 points, the common mode in closed form at small gamma), with its stated relative bound;
-  p_empty and entropy as functionals of that law; with --compare, the binned products against the exact product on a
+  p_empty (radially tilted at small gamma) and entropy (any D) as functionals of that law; with --compare, the
+  binned products against the exact product on a
   sub-grid;
 - issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
   per gamma shared by its C),
@@ -101,12 +102,26 @@ def main():
         old = f"{OLD['cdf1e4']:.2f} s, absolute <= 0.05: {t / OLD['cdf1e4']:.0f}x the time" if cc == 10000 else ""
         print(f"  | cdf(1/C, gamma = 1) | {cc} | {float(v):.8f} | {rb:.1e} | {t:.2f} | {old} |")
     for name, kw in (("p_empty", dict(gamma=0.467, C=10, D=400)), ("p_empty", dict(gamma=0.467, C=100, D=300)),
-                     ("entropy", dict(gamma=0.467, C=10))):
+                     ("p_empty", dict(gamma=0.01, C=4, D=10**4)), ("entropy", dict(gamma=0.467, C=10)),
+                     ("entropy", dict(gamma=0.467, C=10, D=400))):
         clear()
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
         rb = (fam.p_empty_relative_bound(kw["gamma"], kw["C"], kw["D"]) if name == "p_empty"
-              else fam.entropy_se(kw["gamma"], kw["C"], np.inf)[1] * fam.T_FACTOR / float(v))
+              else fam.entropy_se(kw["gamma"], kw["C"], kw.get("D", np.inf))[1] * fam.T_FACTOR / float(v))
         print(f"  | {name} {kw} | {kw['C']} | {float(v):.8g} | {rb:.1e} | {t:.2f} | |")
+    print("finite D (issue 27): entropy as a functional of the law (no sampling), max_fraction sampled to relative "
+          "SE 1e-4 (or n C = 2e6)")
+    for name, kw in (("entropy", dict(gamma=0.467, C=3, D=400)), ("entropy", dict(gamma=1.0, C=2, D=100)),
+                     ("max_fraction", dict(gamma=0.467, C=10, D=400)),
+                     ("max_fraction", dict(gamma=0.467, C=100, D=300))):
+        clear()
+        fam.max_fraction_sampled.cache_clear()
+        t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
+        se = (fam.entropy_se if name == "entropy" else fam.max_fraction_se)(kw["gamma"], kw["C"], kw["D"])[1]
+        print(f"  | {name} {kw} | {float(v):.10g} | relative SE {se / float(v):.1e} | {t:.2f} s |")
+    t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))
+    print(f"C = 3 deep lower tail: cdf at 12 g in [1e-300, 1e-3], gamma = 1: {t:.1f} s (tail-exact G_1); "
+          f"cdf(1e-300) = {float(v[0]):.6e}")
     if a.compare:
         pts = [(gm, int(c)) for gm, c in zip(G.ravel()[::50], C.ravel()[::50]) if c >= BINNED]
         t_new, F = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=False)

@@ -151,6 +151,52 @@ def _vectors(d: Derivation):
                  "C = 2: P(max <= g) = 2 F_igb(g) - 1, within the DKW band at alpha = 5.7e-7")
 
 
+def _observed_entropy(d: Derivation):
+    """The entropy of the fractions observed on D points as a functional of the law of one G_c
+    (multiclass_numerics/observed.py): linearity, size-biasing (CAS, D = 2..6) and Frullani's integral (CAS)."""
+    d.step("Entropy at a finite dataset size D. Given W the counts are K ~ multinomial(D, G) (assumption iii) and "
+           "H(K/D) = sum_c h(K_c/D), h(x) = -x log x, a sum of one-class terms; the marginal K_c is binomial(D, G_c), "
+           "so by linearity and exchangeability E H(K/D) = C E psi_D(G_c), psi_D(g) = E h(K/D), K ~ binomial(D, g): "
+           "a functional of the law of one G_c (no fraction vector is needed).")
+    Dk = sp.Symbol("D", integer=True, positive=True)
+    L = sp.Symbol("L", integer=True, nonnegative=True)
+    for D in range(2, 7):
+        psi = sum(sp.binomial(D, j) * g**j * (1 - g)**(D - j) * (-sp.Rational(j, D) * sp.log(sp.Rational(j, D)))
+                  for j in range(1, D + 1))
+        sized = g * sum(sp.binomial(D - 1, j) * g**j * (1 - g)**(D - 1 - j) * sp.log(sp.Rational(D, 1 + j))
+                        for j in range(D))
+        require(sp.expand(sp.expand_log(psi - sized, force=True)) == 0, f"size-biasing at D = {D}")
+    d.step("Size-biasing, E[K f(K)] = D g E f(L + 1) with L ~ binomial(D - 1, g), gives (CAS identity of the "
+           "polynomials in g, checked for D = 2..6)",
+           sp.Eq(sp.Function("psi_D")(g), g * sp.Function("E")(sp.log(Dk / (1 + L)))))
+    a, b, tt = sp.symbols("a b t", positive=True)
+    frullani = sp.integrate((sp.exp(-a * tt) - sp.exp(-b * tt)) / tt, (tt, 0, sp.oo))
+    require(sp.simplify(frullani - sp.log(b / a)) == 0, f"Frullani: {frullani}")
+    gf = sp.expand(sum(sp.binomial(3, j) * g**j * (1 - g)**(3 - j) * sp.exp(-j * tt) for j in range(4)))
+    require(sp.simplify(gf - sp.expand((1 - g + g * sp.exp(-tt))**3)) == 0, "binomial generating function")
+    d.step("and the Frullani integral log(b/a) = int_0^oo (exp(-a t) - exp(-b t)) dt/t (CAS) with a = 1 + L, b = D "
+           "and the generating function E exp(-L t) = (1 - g + g exp(-t))^(D-1) turn the expectation into one "
+           "integral with a positive integrand:",
+           sp.Eq(sp.Function("psi_D")(g), g * sp.Integral(sp.exp(-Dk * tt) * ((1 + (1 - g) * (sp.exp(tt) - 1))
+                                                                          ** (Dk - 1) - 1) / tt, (tt, 0, sp.oo))))
+    rows = [dict(gamma=gm, C=2, D=D) for gm, D in ((0.3, 20), (3.0, 7), (1.0, 60))]
+
+    def reference(gamma, C, D):       # E over Z of the binomial sum of the binary entropy h2(k/D), mpmath quad
+        s = mpmath.sqrt(mpmath.mpf(gamma))
+        r = [mpmath.mpf(j) / D for j in range(D + 1)]
+        h2 = [0 if j in (0, D) else -(r[j] * mpmath.log(r[j]) + r[D - j] * mpmath.log(r[D - j])) for j in range(D + 1)]
+
+        def f(x):
+            p = mpmath.ncdf(s * x)
+            return mpmath.npdf(x) * mpmath.fsum(mpmath.binomial(D, j) * p**j * (1 - p)**(D - j) * h2[j]
+                                                for j in range(D + 1))
+        with mpmath.workdps(25):
+            return mpmath.quad(f, [-12, -4, -1, 0, 1, 4, 12])
+    _route_check(d, "multiclass.entropy", rows, reference, 1e-12,
+                 "finite D, C = 2 vs mpmath quadrature over the igb law of the binomial expectation (the definition)",
+                 relative=True)
+
+
 def _dominant(d: Derivation):
     """E[max_c G_c] = C E[Phi_2(X, Y; r)^(C-1)], r = sqrt(gamma/(1+gamma)) (multiclass.max_fraction at D = inf)."""
     d.step("Dominant class at D = inf, exactly. Each factor Phi(z + u_c - u_j) of G_c increases in u_c, so G_c "
@@ -294,6 +340,7 @@ def derive() -> Derivation:
     _variance(d)
     _empty(d)
     _vectors(d)
+    _observed_entropy(d)
     _three_classes(d)
     _binned(d)
     _paper(d)

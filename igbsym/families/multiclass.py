@@ -39,12 +39,17 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_relative x the value, plus the
   rows whose root falls below their u grid (computed), plus what eta can move the cdf (``_Table.taylor_error``,
   computed); relative: b/(F_hat - b), inf where no digit is resolved (the far lower tail). ``p_empty``, ``n_empty`` and
-  ``entropy`` (D = inf) are functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``),
+  ``entropy`` (any D) are functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``),
   with per-scramble replicates, so their relative bounds are stated the same way (``p_empty_relative_bound``,
-  ``entropy_se``).
-* ``max_fraction`` at finite D, ``max_fraction_cdf`` (C >= 4 or finite D), ``entropy`` at finite D: Monte Carlo over
-  whole vectors (G_1..G_C), each
-  computed by the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), optionally sampled at a finite
+  ``entropy_se``). ``p_empty`` on a centred table radially tilts the centred others (``radial_tilt``: the rare empty
+  class is carried by spread others; one cross-entropy step on a pilot scramble picks the scale, the likelihood ratio
+  is exact), 10-100x tighter bounds at C <= 10.
+* ``entropy`` at finite D: the observed entropy is a sum of one-class terms and each count is binomial(D, G_c), so
+  E H(K/D) = C E psi_D(G_c) with the kernel psi_D(g) = E h(K/D), K ~ binomial(D, g) (a Frullani integral over the
+  binomial's generating function, igbsym/multiclass_numerics/observed.py): the same functional of the law of one
+  G_c as at D = inf, with psi_D for -g log g (C = 2: 1-d, C = 3: 2-d quadrature, C >= 4: ``law_functional``).
+* ``max_fraction`` at finite D, ``max_fraction_cdf`` at finite D: Monte Carlo over whole vectors (G_1..G_C), each
+  computed by the same trapezoid rule (``fraction_vectors``; sum_c G_c = 1 to 1e-12), sampled at the finite
   dataset size D (multinomial counts), which is what a network evaluated on D points shows.
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
   means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
@@ -74,6 +79,7 @@ from ..registry import register
 from ..extreme import gumbel_gauss_rule, quantile_at_gumbel
 from ..multiclass_numerics import three
 from ..multiclass_numerics.three import THREE_ERROR
+from ..multiclass_numerics.observed import entropy_kernel
 from ..multiclass_numerics.power import moment_excess_many
 
 IGB = "igb-initial-guessing-bias.txt"
@@ -395,12 +401,14 @@ class _Table:
     s^2 = gamma. ``weight``: the importance weights, self-normalised per scramble."""
 
     def __init__(self, gamma: float, C: int, top: np.ndarray, rel_u: np.ndarray, G: np.ndarray, dG: np.ndarray,
-                 weight: np.ndarray, eta: float = 0.0, centred: bool = True):
+                 weight: np.ndarray, eta: float = 0.0, centred: bool = True, radius2: np.ndarray | None = None):
         self.s = math.sqrt(gamma * C / (C - 1) if centred else gamma)    # the sd of u_c (- the others' mean)
         self.C, self.top, self.rel_u, self.P = C, top, rel_u, _probit(G)
         self.dudp = np.exp(-self.P * self.P / 2) / _SQ2PI / np.maximum(dG, 1e-300)    # du/dp at the grid points
         self.weight = weight
         self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
+        self.centred = centred
+        self.radius2 = radius2    # centred: |xi - mean xi|^2 of each row's others (standard units, after any tilt)
         self.functionals: dict = {}   # (name, args) -> (replicates, bound): functionals of this table (memo)
 
     def functional(self, key: tuple, compute) -> tuple:
@@ -411,6 +419,15 @@ class _Table:
             reps.setflags(write=False)
             self.functionals[key] = (reps, det)
         return self.functionals[key]
+
+    def first_scramble(self) -> "_Table":
+        """The same table restricted to the rows of the first scramble (a pilot: 1/K_SCRAMBLES of the cost)."""
+        n = self.top.size // K_SCRAMBLES
+        sub = object.__new__(_Table)
+        sub.__dict__.update(self.__dict__, top=self.top[:n], P=self.P[:n], dudp=self.dudp[:n],
+                            weight=self.weight[:n] * K_SCRAMBLES, functionals={},
+                            radius2=None if self.radius2 is None else self.radius2[:n])
+        return sub
 
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
@@ -493,6 +510,8 @@ def _ess(x: np.ndarray) -> np.ndarray:
     memory per column). Measured on the engine at C = 2 against the exact law: the stated bound failed (by up to 2.6x)
     only where this was < 25, in the far lower tail (tests/test_multiclass.py), hence ESS_MIN."""
     xt = np.ascontiguousarray(x.T)
+    scale = np.abs(xt).max(1, keepdims=True)
+    xt = xt / np.where(scale > 0, scale, 1.0)         # scale-free; unscaled, x^2 of rows ~1e-160 underflowed to 0
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.nan_to_num(xt.sum(1) ** 2 / (xt * xt).sum(1), nan=0.0)
 
@@ -516,13 +535,23 @@ def _centred(gamma: float, C: int) -> bool:
     return gamma <= (CENTRE_GAMMA if C <= 200 else CENTRE_GAMMA / 10)
 
 
-def _build_table(gamma: float, C: int, centred: bool) -> _Table:
+def _build_table(gamma: float, C: int, centred: bool, tilt: float = 1.0) -> _Table:
     """The law table of one (gamma, C) on the base points u = sqrt(gamma) xi, each row centred on its mean or not
-    (_Table)."""
+    (_Table). ``tilt`` (centred only; radial_tilt): the centred others xi_c are scaled to tilt xi_c, an importance
+    sampling of the C - 2 dimensional centred part whose likelihood ratio is exact,
+    tilt^(C-2) exp(-(tilt^2 - 1) |xi_c|^2/2) (mean 1), times the Gumbel weights (self-normalised per scramble)."""
     base, weight = _others(C)
     xi = base.reshape(-1, C - 1)
+    weight = weight / weight.sum(1, keepdims=True)
+    radius2 = None
     if centred:
         xi = xi - xi.mean(1, keepdims=True)
+        radius2 = (xi * xi).sum(1)
+        if tilt != 1.0:
+            weight = weight * np.exp((C - 2) * math.log(tilt) - (tilt * tilt - 1) * radius2 / 2).reshape(weight.shape)
+            xi, radius2 = tilt * xi, tilt * tilt * radius2
+    elif tilt != 1.0:
+        raise ValueError("_build_table: a radial tilt needs the centred table")
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
     kernels = np.concatenate([ker, dker], 1)
     core, above = kernels[c0:c1], kernels[c1:].sum(0)       # H = 0 below the core and 1 above it (see _law_grid)
@@ -535,17 +564,16 @@ def _build_table(gamma: float, C: int, centred: bool) -> _Table:
         H = _core_cdf(u, u[:, :1] + rel[None, c0:c1])
     both = H @ core + above
     G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
-    w = (weight / weight.sum(1, keepdims=True)).reshape(-1)
-    return _Table(gamma, C, u[:, 0].copy(), rel_u, G, dG, w, eta, centred)
+    return _Table(gamma, C, u[:, 0].copy(), rel_u, G, dG, weight.reshape(-1), eta, centred, radius2)
 
 
 _TABLES: dict = {}
 
 
-def _table(gamma: float, C: int, centred: bool | None = None) -> _Table:
-    """The law table of (gamma, C), centred as _centred says unless ``centred`` is given; built on first use, the
-    last _MEMO kept."""
-    key = (float(gamma), int(C), _centred(gamma, C) if centred is None else bool(centred))
+def _table(gamma: float, C: int, centred: bool | None = None, tilt: float = 1.0) -> _Table:
+    """The law table of (gamma, C), centred as _centred says unless ``centred`` is given, radially tilted by ``tilt``
+    (centred tables); built on first use, the last _MEMO kept."""
+    key = (float(gamma), int(C), _centred(gamma, C) if centred is None else bool(centred), float(tilt))
     if key not in _TABLES:
         _TABLES[key] = _build_table(*key)
         while len(_TABLES) > _MEMO:
@@ -564,7 +592,7 @@ def law_se(g, gamma: float, C: int) -> tuple:
     """(cdf, its standard error over the K_SCRAMBLES scrambles) at g (scalar gamma, C >= 3); the stated error bound
     at CONFIDENCE is T_FACTOR * SE plus the deterministic parts (law_bound)."""
     F, _ = law_replicates(g, gamma, C)
-    return F.mean(0), F.std(0, ddof=1) / math.sqrt(K_SCRAMBLES)
+    return F.mean(0), scramble_se(F)
 
 
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
@@ -591,7 +619,15 @@ def table_bound(tab: _Table, g: np.ndarray) -> tuple:
 def replicate_bound(F: np.ndarray, det, ess) -> np.ndarray:
     """The stated absolute bound of per-scramble estimates F [K, n] at CONFIDENCE: T_FACTOR x SE + the deterministic
     bound ``det``, inf (no claim) where fewer than ESS_MIN effective rows carry the value."""
-    return np.where(np.asarray(ess) < ESS_MIN, np.inf, T_FACTOR * F.std(0, ddof=1) / math.sqrt(F.shape[0]) + det)
+    return np.where(np.asarray(ess) < ESS_MIN, np.inf, T_FACTOR * scramble_se(F) + det)
+
+
+def scramble_se(F: np.ndarray) -> np.ndarray:
+    """SD/sqrt(K) of per-scramble estimates F [K, ...] along the scrambles, each column scaled by its largest |F|
+    first: the squared spread of values ~1e-160 underflows (it read 0, a bound of det alone)."""
+    scale = np.abs(F).max(0)
+    scale = np.where(scale > 0, scale, 1.0)
+    return scale * (F / scale).std(0, ddof=1) / math.sqrt(F.shape[0])
 
 
 def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
@@ -741,7 +777,42 @@ def p_empty_replicates(gamma: float, C: int, D: int) -> tuple:
     e^-t_max is not below T_NEGLIGIBLE x the rest (the part below t_max, a rare event) it moves to where it is
     (at least doubling, at most T_CAP). Mean = multiclass.p_empty, SD/sqrt(K) its standard error."""
     D, tab = int(D), _table(gamma, C)
+    if tab.centred:
+        tilt = radial_tilt(tab, D)
+        if abs(tilt - 1) > TILT_MIN:
+            tab = _table(gamma, C, True, tilt)
     return tab.functional(("p_empty", D), lambda: _p_empty_functional(tab, D))
+
+
+TILT_MIN = 0.05       # p_empty on a centred table: tilt the others radially where the pilot asks for more than 5 %
+TILT_RANGE = (0.5, 4.0)
+
+
+def radial_tilt(tab: _Table, D: int) -> float:
+    """The radial tilt lambda of the centred others for p_empty(D) (App. H): one cross-entropy step on the first
+    scramble's rows of the untilted table. The rare event {G_c <~ 1/D} is carried by rows whose centred others are
+    spread (log G_c is concave in them), so the rows' contributions c_r = w_r int |psi'| P(G_c <= g | others) dg
+    (psi = (1 - g)^D; 2-node panels on the t rule to T_CAP) weight their radii: lambda^2 = sum c_r |xi_c|^2 /
+    ((C - 2) sum c_r), the scale of the Gaussian family closest to the rows that carry the value. Rounded to 0.01
+    (tables are shared between nearby D) and clipped to TILT_RANGE; 1 where the pilot sees no contribution."""
+    pilot = tab.first_scramble()
+    g_lo, g_hi = _support(pilot)
+    g_end = min(g_hi, -math.expm1(-T_CAP / D))
+    if not g_lo < g_end:
+        return 1.0
+    p_lo, p_end = _probit(g_lo), _probit(g_end)
+    edges = np.unique(np.concatenate([np.linspace(p_lo, p_end, SUPPORT_PANELS + 1),
+                                      [b for b in _t_breaks(D, T_CAP) if p_lo < b < p_end]]))
+    p, w = composite_gauss_legendre(edges, 2)
+    g = special.ndtr(p)
+    node = w * np.exp(-p * p / 2) / _SQ2PI * D * np.exp((D - 1) * np.log1p(-g))     # |psi'(g)| dg
+    c = np.zeros(pilot.top.size)
+    for a in range(0, g.size, _CHUNK):
+        c += pilot.rows(g[a:a + _CHUNK])[0] @ node[a:a + _CHUNK]
+    c *= pilot.weight
+    if not c.sum() > 0 or tab.C < 3:
+        return 1.0
+    return float(np.clip(round(math.sqrt((c @ pilot.radius2) / ((tab.C - 2) * c.sum())), 2), *TILT_RANGE))
 
 
 def _p_empty_functional(tab: _Table, D: int) -> tuple:
@@ -793,7 +864,7 @@ def p_empty_se(gamma: float, C: int, D: int) -> float:
     if int(C) <= 3 or gamma == 0 or math.isinf(gamma):
         return float(p_empty_relative_bound(gamma, C, D) * p_empty_numpy(gamma, C, D))
     reps, det = p_empty_replicates(gamma, int(C), int(D))
-    return float(reps.std(ddof=1)) / math.sqrt(reps.size) + det
+    return float(scramble_se(reps)) + det
 
 
 def _p_empty_upper(gamma: float, C: int, D: int) -> float:
@@ -804,7 +875,7 @@ def _p_empty_upper(gamma: float, C: int, D: int) -> float:
 def qmc_estimate(reps: np.ndarray, det: float = 0.0) -> tuple:
     """(v_hat, b) from per-scramble estimates ``reps`` and a deterministic bound ``det``: their mean and the bound at
     the confidence of law_bound, b = T_FACTOR x SE + det."""
-    return float(reps.mean()), T_FACTOR * float(reps.std(ddof=1)) / math.sqrt(reps.size) + det
+    return float(reps.mean()), T_FACTOR * float(scramble_se(reps)) + det
 
 
 def _t_rule(n_panels, n):
@@ -855,7 +926,7 @@ def _p_empty_binary_z(gamma, D):
 def p_empty_mp(gamma, C, D):
     if int(C) != 2:
         raise NumericalError("multiclass.p_empty: no mpmath reference for C >= 3 (randomised QMC route; its standard "
-                             "error is multiclass.p_empty_replicates(...).std(ddof=1)/sqrt(K_SCRAMBLES))")
+                             "error is multiclass.p_empty_se)")
     s, D = mpmath.sqrt(gamma), int(D)
     return mp_log_concave_integral(lambda z: -z * z / 2 + D * mp_log_ncdf(-s * z),
                                    lambda z: -z - D * s * mp_mills(-s * z)) / mpmath.sqrt(2 * mpmath.pi)
@@ -987,15 +1058,20 @@ def _vector_route(exact, sampled, gamma, C, D, *more):
 _X, _X_W = composite_gauss_legendre(np.linspace(-40.0, 40.0, 81), 16)   # h(Phi(x)) < 1e-300 beyond |x| = 37
 
 
-def _binary_entropy(gamma):
+def _binary_entropy(gamma, D: float = math.inf):
     """E h(Phi(s Z)), h(p) = -p log p - (1-p) log(1-p), s = sqrt(gamma) (C = 2): 16-node Gauss-Legendre on unit panels
     of [-40, 40], in z for s < 1 and in x = s z (weight phi(x/s)/s) for s >= 1, so the rule follows the integrand's
-    scale at every gamma (entropy ~ 1/s for large s)."""
+    scale at every gamma (entropy ~ 1/s for large s). Finite D: h(p) -> psi_D(p) + psi_D(1 - p), the expected entropy
+    of binomial(D, p)/D (observed.entropy_kernel)."""
     s = np.sqrt(gamma)[:, None]
     small = s < 1
     t = np.where(small, s * _X, _X)                                      # the argument of Phi
     weight = np.where(small, np.exp(-_X**2 / 2), np.exp(-(_X / np.where(small, 1.0, s)) ** 2 / 2) / s) / _SQ2PI
-    h = -(special.ndtr(t) * special.log_ndtr(t) + special.ndtr(-t) * special.log_ndtr(-t))
+    p, q = special.ndtr(t), special.ndtr(-t)
+    if math.isinf(D):
+        h = -(p * special.log_ndtr(t) + q * special.log_ndtr(-t))
+    else:
+        h = entropy_kernel(p, q, int(D))[0] + entropy_kernel(q, p, int(D))[0]
     return (weight * h) @ _X_W
 
 
@@ -1030,27 +1106,51 @@ def max_fraction_numpy(gamma, C, D):
 
 def max_fraction_se(gamma: float, C: int, D: float) -> tuple:
     """(E max_c K_c/D, its standard error) at dataset size D (App. H, the dominant class; counts K multinomial(D, G)
-    given the weights). C = 2: exact (max_fraction_binary, SE 0). Else the exact D = inf value max_fraction_exact
-    (relative 1e-12) plus the sampled mean of max_c K_c/D - max_c G_c over the fixed fraction vectors
-    (vector_samples), COUNT_REPEATS multinomial draws each: a control variate whose spread is the count noise
-    ~ sqrt(G (1 - G)/D), not the spread of max_c G_c over the weights. SE = SD/sqrt(n) of the per-vector means
-    (0 at D = inf); relative SE = SE/value (value >= 1/C)."""
+    given the weights). D = inf: max_fraction_exact (relative 1e-12, SE 0); C = 2: exact (max_fraction_binary, SE 0);
+    gamma = inf: 1 (one class takes every point). Else max_fraction_sampled: the exact D = inf value plus a sampled
+    count-noise correction whose relative SE is MAX_REL_SE or, where that costs more than VEC_CAP, as stated."""
     exact = float(max_fraction_exact(gamma, C)[0])
-    if math.isinf(D):
+    if math.isinf(D) or math.isinf(gamma):
         return exact, 0.0
-    if int(C) == 2 and 0 < gamma < math.inf:
+    if int(C) == 2 and gamma > 0:
         return float(max_fraction_binary(gamma, int(D))), 0.0
-    v = vector_samples(gamma, C)
-    d = count_means(v, D, lambda k: k.max(1)) - v.max(1)
-    return min(1.0, max(1 / C, exact + float(d.mean()))), float(d.std(ddof=1)) / math.sqrt(d.size)
+    return max_fraction_sampled(gamma, int(C), D)
+
+
+MAX_REL_SE = 1e-4      # finite-D max_fraction: batches of vectors are drawn until the relative SE is at most this ...
+VEC_CAP = 2_000_000    # ... or n C reaches VEC_CAP (~10 s at C = 100), where the SE is what it is (stated)
+
+
+@lru_cache(maxsize=32)
+def max_fraction_sampled(gamma: float, C: int, D: float) -> tuple:
+    """(value, SE): max_fraction_exact(gamma, C) + the mean of (max_c K_c - K_top)/D over fraction vectors (batches of
+    vector_samples, seeds 0, 1, ...) and COUNT_REPEATS multinomial draws each, top = argmax_c G_c. It is
+    max_c K_c/D - max_c G_c minus the control variate K_top/D - G_top, whose mean given G is exactly 0, so only the
+    overtaking of the leading class by the count noise is sampled (SE 1.5-2x below the plain difference). Batches are
+    added until SE <= MAX_REL_SE x value or n C >= VEC_CAP. SE = SD/sqrt(n) of the per-vector means; the value is
+    projected onto [1/C, 1]. Memoised: a form's value and its SE share one run."""
+    exact = float(max_fraction_exact(gamma, C)[0])
+    parts, batch = [], 0
+    while True:
+        v = vector_samples(gamma, C, seed=batch)
+        top = v.argmax(1)
+        rows = np.arange(v.shape[0])
+        parts.append(count_means(v, D, lambda k: k.max(1) - k[rows, top], batch))
+        d = np.concatenate(parts)
+        value, se = exact + float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size)
+        batch += 1
+        if se <= MAX_REL_SE * value or (batch + 1) * v.shape[0] * C > VEC_CAP:
+            return min(1.0, max(1 / C, value)), se
 
 
 COUNT_REPEATS = 16     # multinomial draws per fraction vector in the finite-D control variates (SE 3-4x below one)
 
 
-def count_means(vectors: np.ndarray, D: float, stat) -> np.ndarray:
-    """Per vector, the mean of stat(K/D) [n] over COUNT_REPEATS independent multinomial(D, G) draws (fixed seeds)."""
-    return np.mean([stat(observed_fractions(vectors, D, seed=r)) for r in range(COUNT_REPEATS)], axis=0)
+def count_means(vectors: np.ndarray, D: float, stat, batch: int = 0) -> np.ndarray:
+    """Per vector, the mean of stat(K/D) [n] over COUNT_REPEATS independent multinomial(D, G) draws (fixed seeds;
+    each batch of vectors its own)."""
+    return np.mean([stat(observed_fractions(vectors, D, seed=COUNT_REPEATS * batch + r)) for r in range(COUNT_REPEATS)],
+                   axis=0)
 
 
 def max_fraction_binary(gamma: float, D: int) -> float:
@@ -1120,18 +1220,34 @@ def max_cdf_relative_bound(g, gamma: float, C: int) -> np.ndarray:
     return _relative(F.mean(0), replicate_bound(F, det, ess))
 
 
-def entropy_law(gamma: float, C: int) -> tuple:
-    """(per-scramble entropy C E[-G_c log G_c] [K_SCRAMBLES], deterministic bound) at D = inf, C >= 4, from the law of
-    one G_c (law_functional with psi(g) = -g log g, psi'(g) = -(1 + log g)): a functional of the randomised QMC law,
-    not of sampled fraction vectors."""
-    def psi(g):
-        return -special.xlogy(g, g)
-
-    def below(g):      # int_0^g |1 + log x| dx = -g log g for g <= 1/e (bounded by 1/e + g beyond)
-        return -g * math.log(g) if 0 < g <= math.exp(-1) else (g + math.exp(-1) if g > 0 else 0.0)
+def entropy_law(gamma: float, C: int, D: float = math.inf) -> tuple:
+    """(per-scramble entropy C E[psi(G_c)] [K_SCRAMBLES], deterministic bound) at C >= 4, from the law of one G_c
+    (law_functional): a functional of the randomised QMC law, not of sampled fraction vectors. D = inf:
+    psi(g) = -g log g; finite D: psi_D(g) = E h(K/D), K ~ binomial(D, g) (observed.entropy_kernel), the observed
+    entropy being a sum of one-class terms whose counts are binomial(D, G_c). The tails of int |psi'| use concavity
+    (psi_D is concave, psi_D(0) = psi_D(1) = 0, psi_D <= h <= 1/e): int_0^g |psi'| = psi(g) where psi'(g) >= 0, else
+    <= 2/e (and symmetrically above)."""
     tab = _table(gamma, C)
-    return tab.functional(("entropy",), lambda: tuple(C * x for x in law_functional(
-        tab, psi, lambda g: -(1 + np.log(g)), below, lambda g: (1 - g) * (1 + abs(math.log(g))))))
+    if math.isinf(D):
+        def psi(g):
+            return -special.xlogy(g, g)
+
+        def below(g):      # int_0^g |1 + log x| dx = -g log g for g <= 1/e (bounded by 1/e + g beyond)
+            return -g * math.log(g) if 0 < g <= math.exp(-1) else (g + math.exp(-1) if g > 0 else 0.0)
+        parts = (psi, lambda g: -(1 + np.log(g)), below, lambda g: (1 - g) * (1 + abs(math.log(g))))
+    else:
+        D = int(D)
+
+        def kernel(g):
+            return entropy_kernel(g, 1 - np.asarray(g, float), D)
+
+        def tail(rising):
+            def bound(g):
+                value, slope = (float(x) for x in kernel(g))
+                return value if (slope >= 0) == rising else 2 / math.e
+            return bound
+        parts = (lambda g: kernel(g)[0], lambda g: kernel(g)[1], tail(True), tail(False))
+    return tab.functional(("entropy", D), lambda: tuple(C * x for x in law_functional(tab, *parts)))
 
 
 def entropy_numpy(gamma, C, D):
@@ -1139,28 +1255,26 @@ def entropy_numpy(gamma, C, D):
 
 
 def entropy_se(gamma: float, C: int, D: float) -> tuple:
-    """(E entropy of the observed fractions K_c/D, its standard error) (App. H; D = inf: of G). The D = inf value:
-    C = 2 _binary_entropy, C = 3 three.entropy (relative THREE_ERROR), C >= 4 entropy_law (randomised QMC law: SE over
-    the scrambles, its deterministic bound added to it); gamma in {0, inf} exact. At finite D it is that value plus
-    the sampled mean of H(K/D) - H(G) over the fixed fraction vectors and COUNT_REPEATS multinomial draws each (a
-    control variate: only the count noise is sampled), the two SEs added in quadrature; relative SE = SE/value."""
-    C = int(C)
-    exact, se = None, 0.0
-    if 0 < gamma < math.inf:
-        if C == 2:
-            exact = float(_binary_entropy(np.array([gamma]))[0])
-        elif C == 3:
-            exact = three.entropy(gamma)
-        else:
-            reps, det = entropy_law(gamma, C)
-            exact, se = float(reps.mean()), float(reps.std(ddof=1)) / math.sqrt(reps.size) + det
-        if math.isinf(D):
-            return min(max(exact, 0.0), math.log(C)), se
-    v = vector_samples(gamma, C)
-    h_obs = count_means(v, D, lambda k: -special.xlogy(k, k).sum(1))
-    x = h_obs if exact is None else h_obs + special.xlogy(v, v).sum(1)
-    mean = float(x.mean()) + (exact or 0.0)
-    return min(max(mean, 0.0), math.log(C)), math.hypot(float(x.std(ddof=1)) / math.sqrt(x.size), se)
+    """(E entropy of the observed fractions K_c/D, its standard error) (App. H; D = inf: of G). No vector is sampled:
+    E H(K/D) = C E psi_D(G_c) over the law of one G_c (observed.py). C = 2: _binary_entropy (deterministic);
+    C = 3: three.entropy (relative THREE_ERROR); C >= 4: entropy_law (randomised QMC law: SE over the scrambles, its
+    deterministic bound added to it); gamma = 0: C psi_D(1/C) (G = 1/C), gamma = inf: 0. The SE is 0 on the
+    deterministic routes; relative SE = SE/value."""
+    C, finite = int(C), math.isfinite(D)
+    if gamma == 0:
+        value = C * float(entropy_kernel(1 / C, 1 - 1 / C, int(D))[0]) if finite else math.log(C)
+        return value, 0.0
+    if math.isinf(gamma) or (finite and D < 2):
+        return 0.0, 0.0
+    se = 0.0
+    if C == 2:
+        value = float(_binary_entropy(np.array([gamma]), D)[0])
+    elif C == 3:
+        value = three.entropy(gamma, D)
+    else:
+        reps, det = entropy_law(gamma, C, D)
+        value, se = float(reps.mean()), float(scramble_se(reps)) + det
+    return min(max(value, 0.0), math.log(C)), se
 
 
 def _no_vector_reference(name, C, D):
@@ -1312,22 +1426,27 @@ _VEC_ACC = _stated("D = inf: exact where C = 2 (closed form) or gamma in {0, inf
                    "error within the DKW band of n = min(4000, 1e5/C) draws")
 
 
-_EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law, relative error <= p_empty_relative_bound "
-                     "(computed per value at 99.99 %: 1e-5 ... 1e-3 measured; inf where no digit is resolved); "
+_EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law (radially tilted centred others at small "
+                     "gamma), relative error <= p_empty_relative_bound (computed per value at 99.99 %: 1e-5 ... 2e-4 "
+                     "measured at C <= 10 down to 1.7e-184, 1e-4 ... 5e-4 at C = 100; inf where no digit is "
+                     "resolved); "
                      "C = 3: relative <= 1e-10, "
                      "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
                      "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
                      "exact at gamma in {0, inf}")
-_MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the Monte Carlo mean of max_c K_c/D - max_c G_c over "
-                   "fraction vectors (n = min(4000, 1e5/C)) and 16 multinomial draws each, SE stated relative by "
-                   "max_fraction_se (measured 1.8e-4 ... 1.3e-3); finite D, C = 2: exact (binomial closed form "
-                   "integrated over the igb law, relative <= 1e-10); D = inf: relative <= 1e-12 (exact 2-d quadrature "
-                   "C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
-_ENT_ACC = _stated("D = inf: C >= 4 C E[-G log G] as a functional of the randomised QMC law, SE stated by "
-                   "entropy_se (relative 1e-7 ... 2e-4 at 99.99 % measured); C = 3 relative <= 1e-10 (2-d quadrature "
-                   "over the law of G_1, multiclass_numerics/three.py), C = 2 and gamma in {0, inf} exact; finite D: "
-                   "that value + the Monte Carlo mean of H(K/D) - H(G) over fraction vectors and their multinomial "
-                   "counts, SE stated by entropy_se")
+_MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the Monte Carlo mean of (max_c K_c - K_top)/D (the "
+                   "count noise overtaking the leading class) over batches of fraction vectors and 16 multinomial "
+                   "draws each, until the relative SE (max_fraction_se) is <= 1e-4 or n C reaches 2e6 (measured: "
+                   "<= 1e-4 up to C = 10 and at (1, 1e3, 1e4), (1, 1e4, 1e5); 2e-4 at (0.467, 100, 300), 6e-4 at "
+                   "(0.01, 100, 100)); finite D, C = 2: exact (binomial "
+                   "closed form integrated over the igb law, relative <= 1e-10); D = inf: relative <= 1e-12 (exact "
+                   "2-d quadrature C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
+_ENT_ACC = _stated("C E[psi(G_c)] over the law of one G_c, psi = -g log g (D = inf) or psi_D(g) = E h(K/D), K ~ "
+                   "binomial(D, g) (finite D: the observed entropy; no vector is sampled, multiclass_numerics/"
+                   "observed.py, relative 1e-14): C >= 4 a functional of the randomised QMC law, SE stated by "
+                   "entropy_se (relative SE 1e-6 ... 4e-5 at C <= 100, 2e-4 at C = 1000, 9e-4 at C = 1e4, measured); "
+                   "C = 3 relative <= 1e-10 (2-d quadrature over the law of G_1, multiclass_numerics/three.py); C = 2 "
+                   "relative <= 1e-12 (1-d rule over the igb law); gamma in {0, inf} exact")
 
 
 def _route(np_fn, mp_fn, method, error, defining=None):
@@ -1414,7 +1533,10 @@ register(ClosedForm(
     "as measured on D data points (D = inf: the population value).", (GAMMA, C_PARAM, D_INF),
     Provenance(IGB, "App. H (sorted frequencies G_(1))", MODEL),
     accuracy=_MAX_ACC,
-    builder=_route(max_fraction_numpy, binary_max_mp, "Monte Carlo over exact fraction vectors", _VEC_ERROR,
+    builder=_route(max_fraction_numpy, binary_max_mp, "D = inf: C E[Phi_2(X, Y; r)^(C-1)] (2-d quadrature); finite "
+                   "D: + the sampled count-noise correction over exact fraction vectors (C = 2: exact)",
+                   "D = inf relative <= 1e-12; finite D, C >= 3: standard error stated by max_fraction_se (relative "
+                   f"<= {MAX_REL_SE:g} unless n C reaches {VEC_CAP:g})",
                    _E(sp.Function("max_c")(_Gc))),
     limit=lambda gamma, C, D: (1 / mpmath.mpf(C) if gamma == 0 and D == mpmath.inf else
                                (1 if gamma == mpmath.inf else None)),
@@ -1433,9 +1555,10 @@ register(ClosedForm(
     "multiclass.entropy", "E[-sum_c G_c log G_c] (nats): how prejudiced a C-class net is (log C: none; 0: total).",
     (GAMMA, C_PARAM, D_INF), Provenance(IGB, "App. H", MODEL),
     accuracy=_ENT_ACC,
-    builder=_route(entropy_numpy, binary_entropy_mp, "D = inf: C E[-G log G] over the law of one G_c (C = 3 "
-                   "quadrature, C >= 4 law_functional of the randomised QMC law); finite D: + Monte Carlo count noise "
-                   "over exact fraction vectors", "standard error stated by entropy_se (relative); " + _VEC_ERROR,
+    builder=_route(entropy_numpy, binary_entropy_mp, "C E[psi(G_c)] over the law of one G_c, psi = -g log g "
+                   "(D = inf) or the binomial kernel psi_D (finite D); C = 2 a 1-d rule over the igb law, C = 3 "
+                   "quadrature, C >= 4 law_functional of the randomised QMC law", "deterministic at C <= 3 (relative "
+                   "1e-12 at C = 2, 1e-10 at C = 3); C >= 4 standard error stated by entropy_se (relative)",
                    _E(-sp.Sum(_Gc * sp.log(_Gc), (sp.Symbol("c"), 1, C_s)))),
     limit=lambda gamma, C, D: (mpmath.log(C) if gamma == 0 and D == mpmath.inf else
                                (0 if gamma == mpmath.inf else None)),

@@ -9,19 +9,24 @@ growing geometrically (ratio 2) from m* in both directions and from delta = 0, o
 dropped by LOG_DROP below its peak (the integrand is then < e^-LOG_DROP of the peak; the density keeps decaying
 like a Gaussian beyond, so the cut tails are negligible relative to the value). So a rare-event probability such as
 p_empty(gamma = 0.1, C = 3, D = 1000) ~ 1e-13 keeps its relative precision (plain sampling never visits the region).
-Stated relative error THREE_ERROR (self-convergence and mpmath reference, tests/test_multiclass_three.py).
+The law of G_1 (cdf, pdf) needs G_1 to full relative precision down to g = 1e-300: Owen's T (bvn_cdf) is only
+absolutely accurate (~1e-17), so below TAIL_SWITCH the root finder takes log G_1 from Drezner's positive form
+(log_phi2_half); the functionals do not need it (they weigh G, not its relative error). Stated relative error
+THREE_ERROR (self-convergence and mpmath references, tests/test_multiclass_exact.py).
 """
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from fractions import Fraction
 
 import numpy as np
 from scipy import optimize, special
 
 from ..errors import NumericalError
-from ..gauss import gauss_legendre
+from ..gauss import composite_gauss_legendre, gauss_legendre
 from ..gauss import bvn_cdf
+from .observed import entropy_kernel, log_entropy_kernel
 
 PANEL_CAP = 1.0       # widest panel where G_1 still changes (|d| <= CAP_ZONE)
 CAP_ZONE = 24.0
@@ -32,16 +37,75 @@ _SQ2 = math.sqrt(2.0)
 _R_HALF = math.sqrt(0.75)
 
 
-def log_fraction(d2, d3):
+TAIL_SWITCH = 1e-4    # below: Phi_2(a, b; 1/2) by Drezner's positive integral (log_phi2_half), not by Owen's T
+THETA_HALVINGS = 20   # its panels halve towards the integrand's peak down to 2^-20 of each side (widths
+                      # ~1/(a^2 + b^2) >= 1e-4 where it is used: log Phi(min(a, b)) >= LOG_FLOOR)
+LOG_FLOOR = -800.0    # below: log G is set to its upper bound log Phi(min(a, b)) (G < 1e-347 underflows anyway)
+BISECT_EXACT_BELOW = 1e-10   # root_d2 bisects with the tail-exact G only for g below this (Owen's T decides the
+                             # sign elsewhere; the Newton steps always use it)
+
+
+@lru_cache(maxsize=1)
+def _unit_rule() -> tuple:
+    """(v, w): 16-node Gauss-Legendre on [0, 1], panels halving towards v = 0 down to 2^-THETA_HALVINGS."""
+    return composite_gauss_legendre(np.concatenate([[0.0], 2.0 ** -np.arange(THETA_HALVINGS, -1, -1)]), N_GL)
+
+
+def log_phi2_half(a, b) -> np.ndarray:
+    """log Phi_2(a, b; 1/2) with full relative precision however small (also below 1e-308): Drezner & Wesolowsky's
+    form of Plackett's identity, Phi_2(a, b; rho) = Phi(a) Phi(b) + (1/2 pi) int_0^asin(rho) exp(-(a^2 + b^2 -
+    2ab sin t)/(2 cos^2 t)) dt, whose two terms are positive for rho > 0 (no cancellation), summed in log space. The
+    exponent peaks at sin t* = min(|a|, |b|)/max(|a|, |b|) (ab > 0; at the end pi/6 if that exceeds 1/2) or at t = 0
+    (ab <= 0), with width down to ~1/(a^2 + b^2): [0, t*] and [t*, pi/6] each carry _unit_rule refined towards t*."""
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    v, w = _unit_rule()
+    out = np.empty(a.shape)
+    fa, fb, flat = a.ravel(), b.ravel(), out.reshape(-1)
+    h = math.pi / 6
+    for s0 in range(0, fa.size, 256):
+        x, y = fa[s0:s0 + 256, None], fb[s0:s0 + 256, None]
+        big = np.maximum(np.abs(x), np.abs(y))
+        ratio = np.where((x * y > 0) & (big > 0), np.minimum(np.abs(x), np.abs(y)) / np.where(big > 0, big, 1.0), 0.0)
+        peak = np.arcsin(np.minimum(ratio, 0.5))
+        t = np.concatenate([peak - peak * v, peak + (h - peak) * v], axis=1)
+        wt = np.concatenate([peak * w, (h - peak) * w], axis=1)
+        sin, cos2 = np.sin(t), np.cos(t) ** 2
+        L = -(x * x + y * y - 2 * x * y * sin) / (2 * cos2)
+        top = L.max(1, keepdims=True)
+        log_int = top[:, 0] + np.log((np.exp(L - top) * wt).sum(1)) - math.log(2 * math.pi)
+        flat[s0:s0 + 256] = np.logaddexp(special.log_ndtr(x[:, 0]) + special.log_ndtr(y[:, 0]), log_int)
+    return out
+
+
+def log_fraction(d2, d3, exact_tails: bool = False):
     """(log G_1, log(1 - G_1)) at differences (d2, d3): G_1 = Phi_2(a, b; 1/2), a = -d2/sqrt 2, b = -d3/sqrt 2; each
-    from the side where it is small (G = P(X > -a, Y > -b) by Owen's T; 1 - G = Phi(-a) + Phi(-b) - P(X > a, Y > b)),
-    so neither loses relative precision when tiny."""
-    a, b = -np.asarray(d2, float) / _SQ2, -np.asarray(d3, float) / _SQ2
+    from the side where it is small: Owen's T (bvn_cdf) where both are >= TAIL_SWITCH, else that side in log space,
+    log G = log_phi2_half(a, b), log(1 - G) = log(Phi(-a) + Phi(-b) - Phi_2(-a, -b; 1/2)) (the joint is below half of
+    the sum there). Owen's T sums terms of size Phi(a): its absolute error ~1e-17 was relative junk below G ~ 1e-16
+    (P(G_1 <= 1e-300) read 3.5e-3 at gamma = 10 for ~1e-31). Where log Phi(min(a, b)) < LOG_FLOOR, log G is that upper
+    bound (the root only needs it below log 5e-324). Without ``exact_tails``: Owen's T only (absolute error ~1e-17),
+    which is all the functionals need (their integrands weigh G or 1 - G, never its relative error)."""
+    a, b = np.broadcast_arrays(-np.asarray(d2, float) / _SQ2, -np.asarray(d3, float) / _SQ2)
     G = bvn_cdf(a, b, 0.5, _R_HALF)                         # P(X < a, Y < b)
     Q = special.ndtr(-a) + special.ndtr(-b) - bvn_cdf(-a, -b, 0.5, _R_HALF)
     with np.errstate(divide="ignore"):
         lg = np.where(G < 0.5, np.log(np.maximum(G, 1e-320)), np.log1p(-np.minimum(Q, 1.0)))
         lq = np.where(Q < 0.5, np.log(np.maximum(Q, 1e-320)), np.log1p(-np.minimum(G, 1.0)))
+    if not exact_tails:
+        return lg, lq
+    tail = G < TAIL_SWITCH
+    if tail.any():
+        lg_t = special.log_ndtr(np.minimum(a[tail], b[tail]))          # G <= Phi(min(a, b))
+        ok = lg_t >= LOG_FLOOR
+        lg_t[ok] = log_phi2_half(a[tail][ok], b[tail][ok])
+        lg[tail] = lg_t
+    tail = Q < TAIL_SWITCH
+    if tail.any():
+        marg = np.logaddexp(special.log_ndtr(-a[tail]), special.log_ndtr(-b[tail]))
+        lq_t = marg.copy()
+        ok = marg >= LOG_FLOOR
+        lq_t[ok] = marg[ok] + np.log1p(-np.exp(log_phi2_half(-a[tail][ok], -b[tail][ok]) - marg[ok]))
+        lq[tail] = lq_t
     return lg, lq
 
 
@@ -135,13 +199,20 @@ def p_empty(gamma: float, D: float) -> float:
     return expect(lambda lg, lq: D * lq, gamma)
 
 
-def entropy(gamma: float) -> float:
-    """E[-sum_c G_c log G_c] = 3 E[-G_1 log G_1] at C = 3 (nats). Above GAMMA_HUGE by its 1/sqrt(gamma) scaling: the
-    integrand lives within O(1) of the lines d_2 = 0, d_3 = 0, where the density is flat to O(1/gamma)."""
+def entropy(gamma: float, D: float = math.inf) -> float:
+    """E[-sum_c G_c log G_c] = 3 E[-G_1 log G_1] at C = 3 (nats); at a finite dataset size D the entropy of the
+    observed fractions K/D, 3 E psi_D(G_1) (observed.py: the one-class kernel, relative KERNEL_ERROR). Above
+    GAMMA_HUGE by its 1/sqrt(gamma) scaling: the integrand lives within O(1) of the lines d_2 = 0, d_3 = 0, where the
+    density is flat to O(1/gamma)."""
+    finite = math.isfinite(D)
+    if finite and D < 2:
+        return 0.0
     if gamma < GAMMA_TINY:
-        return math.log(3)
+        return 3 * float(entropy_kernel(1 / 3, 2 / 3, int(D))[0]) if finite else math.log(3)
     if gamma > GAMMA_HUGE:
-        return entropy(GAMMA_HUGE) * math.sqrt(GAMMA_HUGE / gamma)
+        return entropy(GAMMA_HUGE, D) * math.sqrt(GAMMA_HUGE / gamma)
+    if finite:
+        return 3 * expect(lambda lg, lq: log_entropy_kernel(lg, lq, int(D)), gamma)
     return 3 * expect(lambda lg, lq: lg + np.log(np.maximum(-lg, 1e-300)), gamma)
 
 
@@ -153,16 +224,17 @@ LAW_GAMMA_MAX = 1e305     # above: NumericalError (law)
 ROOT_STEPS = 48           # bisection steps in p (then Newton in probit space)
 
 
-def _probit_fraction(d2, q):
-    """(probit(G_1), dG_1/dp, log G_1, log(1 - G_1)) at d = (d2, d2 - 2q) (p = d2 - q: the larger difference is the
-    unknown, so q >> 1 loses nothing to p + q cancelling): probit from the accurate tail."""
+def _probit_fraction(d2, q, exact_tails: bool = True):
+    """(probit(G_1), dG_1/dp, log G_1, log(1 - G_1), log |dG_1/dp|) at d = (d2, d2 - 2q) (p = d2 - q: the larger
+    difference is the unknown, so q >> 1 loses nothing to p + q cancelling): probit from the accurate tail (log G_1
+    tail-exact unless ``exact_tails`` is False: log_fraction)."""
     d3 = d2 - 2 * q
-    lg, lq = log_fraction(d2, d3)
-    x = np.where(lg < math.log(0.5), special.ndtri(np.exp(lg)), -special.ndtri(np.exp(lq)))
+    lg, lq = log_fraction(d2, d3, exact_tails)
+    x = np.where(lg < math.log(0.5), special.ndtri_exp(np.minimum(lg, 0.0)), -special.ndtri_exp(np.minimum(lq, 0.0)))
     a, b = -d2 / _SQ2, -d3 / _SQ2
-    dens = np.exp(-a * a / 2) * special.ndtr((b - a / 2) / _R_HALF) + np.exp(-b * b / 2) * special.ndtr(
-        (a - b / 2) / _R_HALF)
-    return x, -dens / (_SQ2 * math.sqrt(2 * math.pi)), lg, lq
+    log_dens = np.logaddexp(-a * a / 2 + special.log_ndtr((b - a / 2) / _R_HALF),
+                            -b * b / 2 + special.log_ndtr((a - b / 2) / _R_HALF)) - math.log(2 * math.sqrt(math.pi))
+    return x, -np.exp(log_dens), lg, lq, log_dens
 
 
 def root_d2(g, q):
@@ -173,14 +245,15 @@ def root_d2(g, q):
     t = special.ndtri(g)
     lo = np.full(g.shape, -80.0) - 4 * np.abs(t)
     hi = np.full(g.shape, 80.0) + 4 * np.abs(t)
+    exact = bool(np.min(g) < BISECT_EXACT_BELOW)
     for _ in range(ROOT_STEPS):
         mid = (lo + hi) / 2
-        above = _probit_fraction(mid, q)[0] > t          # G too large: p* is further right
+        above = _probit_fraction(mid, q, exact)[0] > t          # G too large: p* is further right
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     p = (lo + hi) / 2
     for _ in range(3):
-        x, dg = _probit_fraction(p, q)[:2]      # p: here the unknown d2
-        slope = dg / (np.exp(-x * x / 2) / math.sqrt(2 * math.pi))
+        x, _, _, _, log_dg = _probit_fraction(p, q)      # p: here the unknown d2
+        slope = -np.exp(log_dg + x * x / 2 + math.log(2 * math.pi) / 2)          # dprobit/dd2 (logs: no underflow)
         step = np.where(slope < 0, (x - t) / slope, 0.0)
         p = np.clip(p - step, lo - (hi - lo), hi + (hi - lo))
     return p
@@ -207,8 +280,8 @@ def law(g, gamma: float) -> tuple:
         d2 = root_d2(g[None, :], q[:, None])
         log_w = math.log(2 / (sq * math.sqrt(2 * math.pi))) - (q[:, None] / sq) ** 2 / 2
         z = (d2 - q[:, None]) / sp_                                    # p*/sigma_p
-        dg = _probit_fraction(d2, q[:, None])[1]
-        log_pdf = log_w - z * z / 2 - math.log(sp_ * math.sqrt(2 * math.pi)) - np.log(np.maximum(-dg, 1e-300))
+        log_dg = _probit_fraction(d2, q[:, None])[4]                  # log |dG_1/dp|
+        log_pdf = log_w - z * z / 2 - math.log(sp_ * math.sqrt(2 * math.pi)) - log_dg
         return log_w + special.log_ndtr(-z), log_w + special.log_ndtr(z), log_pdf
 
     probe = np.concatenate([[0.0], cap * 2.0 ** np.arange(0, 1000)])
