@@ -136,7 +136,7 @@ def test_p_empty_three_classes_limits():
     assert get("multiclass.p_empty").numpy(gamma=1e300, C=3, D=5) == pytest.approx(2 / 3, rel=1e-10, abs=0)
 
 
-def _gauss_hermite_three(F, gamma, n):
+def gauss_hermite_three(F, gamma, n):
     """E[F(G_1)] over the three means u ~ N(0, gamma I_3) by an n^3 Gauss-Hermite rule (the definition)."""
     x, w = np.polynomial.hermite_e.hermegauss(n)
     w, s = w / w.sum(), math.sqrt(gamma)
@@ -148,11 +148,11 @@ def _gauss_hermite_three(F, gamma, n):
 @pytest.mark.parametrize("gamma", [0.1, 0.5])
 def test_p_empty_and_entropy_three_classes_vs_gauss_hermite(gamma):
     for D in (2, 10):
-        refs = [_gauss_hermite_three(lambda G: (1 - G) ** D, gamma, n) for n in (60, 80)]
+        refs = [gauss_hermite_three(lambda G: (1 - G) ** D, gamma, n) for n in (60, 80)]
         assert abs(refs[0] / refs[1] - 1) < 1e-11
         got = get("multiclass.p_empty").numpy(gamma=gamma, C=3, D=D)
         assert abs(got / refs[1] - 1) <= three.THREE_ERROR, (got, refs)
-    refs = [3 * _gauss_hermite_three(lambda G: -G * np.log(np.maximum(G, 1e-300)), gamma, n) for n in (60, 80)]
+    refs = [3 * gauss_hermite_three(lambda G: -G * np.log(np.maximum(G, 1e-300)), gamma, n) for n in (60, 80)]
     assert abs(refs[0] / refs[1] - 1) < 1e-11
     got = get("multiclass.entropy").numpy(gamma=gamma, C=3)
     assert abs(got / refs[1] - 1) <= three.THREE_ERROR, (got, refs)

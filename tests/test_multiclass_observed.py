@@ -20,7 +20,7 @@ import igbsym
 from igbsym.families import multiclass as fam
 from igbsym.multiclass_numerics import three
 from igbsym.multiclass_numerics.observed import KERNEL_ERROR, entropy_kernel, log_entropy_kernel
-from igbsym.gauss import bvn_cdf
+from test_multiclass_exact import gauss_hermite_three
 
 get = igbsym.get
 WINDOW = 1500      # largest number of binomial terms the mpmath reference sums
@@ -51,7 +51,8 @@ def test_kernel_vs_mpmath_binomial_sums(logd, x, upper):
     30-digit binomial sum, wherever that sum has at most WINDOW terms."""
     D = max(2, round(math.exp(logd)))
     small = 10.0 ** x
-    g, q = (1 - small, small) if upper else (small, 1 - small)
+    g = 1 - small if upper else small
+    q = 1 - g           # exact for g >= 1/2 (Sterbenz): the reference's 1 - g is the q passed
     assume(0 < g < 1 and _window(D, g) <= WINDOW)
     with mpmath.workdps(30):
         ref = _mp_psi(D, g)
@@ -120,15 +121,6 @@ def test_entropy_two_classes_at_finite_d_vs_quad(gamma, D):
     assert se == 0 and abs(value / ref - 1) <= 1e-12, (value, ref)
 
 
-def _gauss_hermite_three(F, gamma, n):
-    """E[F(G_1)] over the three means u ~ N(0, gamma I_3) by an n^3 Gauss-Hermite rule (the definition)."""
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    w, s = w / w.sum(), math.sqrt(gamma)
-    u1, u2, u3 = np.meshgrid(s * x, s * x, s * x, indexing="ij")
-    G = bvn_cdf((u1 - u2) / math.sqrt(2), (u1 - u3) / math.sqrt(2), 0.5)
-    return float(np.einsum("i,j,k,ijk->", w, w, w, F(G)))
-
-
 @pytest.mark.parametrize("gamma", [0.1, 0.5])
 def test_entropy_three_classes_at_finite_d_vs_gauss_hermite(gamma):
     """C = 3, D in {2, 10}: 3 E sum_k binom(k; D, G_1) h(k/D) (scipy pmf) by the converged 3-d Gauss-Hermite rule of
@@ -137,7 +129,7 @@ def test_entropy_three_classes_at_finite_d_vs_gauss_hermite(gamma):
         k = np.arange(D + 1)
         hk = -special.xlogy(k / D, k / D)
         psi = lambda G: stats.binom.pmf(k, D, np.clip(G, 0, 1)[..., None]) @ hk  # noqa: E731
-        refs = [3 * _gauss_hermite_three(psi, gamma, n) for n in (60, 80)]
+        refs = [3 * gauss_hermite_three(psi, gamma, n) for n in (60, 80)]
         assert abs(refs[0] / refs[1] - 1) < 1e-11
         got = float(get("multiclass.entropy").numpy(gamma=gamma, C=3, D=D))
         assert abs(got / refs[1] - 1) <= three.THREE_ERROR, (got, refs)

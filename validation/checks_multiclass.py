@@ -464,7 +464,7 @@ def check_cnn_b_digits(ctx) -> list:
                         note=note))
     mx = frac.max(1)
     form = get("multiclass.max_fraction")
-    form_se = fam.max_fraction_samples(gam, C, D).std(ddof=1) / math.sqrt(fam.vector_samples(gam, C).shape[0])
+    form_se = fam.max_fraction_se(gam, C, D)[1]                  # the form's own stated SE (sampled correction)
     se = math.sqrt(mx.var(ddof=1) / inits + form_se**2 + (_slope(form, gam, C=C, D=D) * gse) ** 2)
     out.append(z_result("multiclass.max_fraction", f"E max_c frac_c, {label}", float(form.numpy(gamma=gam, C=C, D=D)),
                         mx.mean(), se, inits, ctx.seed, note=note))

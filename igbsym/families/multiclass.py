@@ -409,23 +409,30 @@ class _Table:
         self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
         self.centred = centred
         self.radius2 = radius2    # centred: |xi - mean xi|^2 of each row's others (standard units, after any tilt)
-        self.functionals: dict = {}   # (name, args) -> (replicates, bound): functionals of this table (memo)
+        self.memos: dict = {}   # (name, args) -> what this table computed once (functionals, pilot tilts)
+
+    def memo(self, key: tuple, compute):
+        """compute(), once per table and key: a form's value, its bound and its SE all come from the same pass
+        (p_empty costs 2-30 s, its tilt pilot up to 2 s)."""
+        if key not in self.memos:
+            self.memos[key] = compute()
+        return self.memos[key]
 
     def functional(self, key: tuple, compute) -> tuple:
-        """compute() = (per-scramble replicates, deterministic bound) of a law functional, once per table and key: a
-        form's value, its bound and its SE all come from the same pass (p_empty costs 2-30 s). Read-only replicates."""
-        if key not in self.functionals:
+        """compute() = (per-scramble replicates, deterministic bound) of a law functional, memoised (read-only
+        replicates)."""
+        def frozen():
             reps, det = compute()
             reps.setflags(write=False)
-            self.functionals[key] = (reps, det)
-        return self.functionals[key]
+            return reps, det
+        return self.memo(key, frozen)
 
     def first_scramble(self) -> "_Table":
         """The same table restricted to the rows of the first scramble (a pilot: 1/K_SCRAMBLES of the cost)."""
         n = self.top.size // K_SCRAMBLES
         sub = object.__new__(_Table)
         sub.__dict__.update(self.__dict__, top=self.top[:n], P=self.P[:n], dudp=self.dudp[:n],
-                            weight=self.weight[:n] * K_SCRAMBLES, functionals={},
+                            weight=self.weight[:n] * K_SCRAMBLES, memos={},
                             radius2=None if self.radius2 is None else self.radius2[:n])
         return sub
 
@@ -778,7 +785,7 @@ def p_empty_replicates(gamma: float, C: int, D: int) -> tuple:
     (at least doubling, at most T_CAP). Mean = multiclass.p_empty, SD/sqrt(K) its standard error."""
     D, tab = int(D), _table(gamma, C)
     if tab.centred:
-        tilt = radial_tilt(tab, D)
+        tilt = tab.memo(("tilt", D), lambda: radial_tilt(tab, D))
         if abs(tilt - 1) > TILT_MIN:
             tab = _table(gamma, C, True, tilt)
     return tab.functional(("p_empty", D), lambda: _p_empty_functional(tab, D))
