@@ -59,20 +59,37 @@ class Store:
         if not create and not self.path.exists():
             raise InputError(f"{self.path}: no such sweep database")
         self.db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-        try:
-            self.db.execute("PRAGMA busy_timeout = 60000")
-            self.db.execute("PRAGMA synchronous = NORMAL")   # with WAL: a killed process loses no commit
-            if create:
-                self.db.execute("PRAGMA journal_mode = WAL")
-                with self.write():
-                    for stmt in SCHEMA.split(";"):
-                        if stmt.strip():
-                            self.db.execute(stmt)
-            self.db.execute("SELECT key FROM points LIMIT 1").fetchall()
-        except sqlite3.DatabaseError as exc:
-            self.db.close()
-            raise InputError(f"{self.path} is not a sweep database ({exc}); allowed: a file written by "
-                             "igbsym sweep, or a new path") from None
+        deadline, attempt = time.monotonic() + 60.0, 0
+        while True:
+            try:
+                self._setup(create)
+                return
+            except sqlite3.OperationalError as exc:
+                # two processes opening a new store at once: switching it to WAL takes an exclusive lock for which
+                # SQLite does not wait (busy_timeout is not consulted), so "database is locked" is retried here
+                if "locked" in str(exc) and time.monotonic() < deadline:
+                    time.sleep(min(0.01 * 2 ** attempt, 0.5))
+                    attempt += 1
+                    continue
+                self._not_a_store(exc)
+            except sqlite3.DatabaseError as exc:
+                self._not_a_store(exc)
+
+    def _setup(self, create: bool):
+        self.db.execute("PRAGMA busy_timeout = 60000")
+        self.db.execute("PRAGMA synchronous = NORMAL")   # with WAL: a killed process loses no commit
+        if create:
+            self.db.execute("PRAGMA journal_mode = WAL")
+            with self.write():
+                for stmt in SCHEMA.split(";"):
+                    if stmt.strip():
+                        self.db.execute(stmt)
+        self.db.execute("SELECT key FROM points LIMIT 1").fetchall()
+
+    def _not_a_store(self, exc):
+        self.db.close()
+        raise InputError(f"{self.path} is not a sweep database ({exc}); allowed: a file written by "
+                         "igbsym sweep, or a new path") from None
 
     def write(self):
         """A context manager: one BEGIN IMMEDIATE … COMMIT transaction (rolled back on error)."""
