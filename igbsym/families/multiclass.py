@@ -802,6 +802,8 @@ def radial_tilt(tab: _Table, D: int) -> float:
     (psi = (1 - g)^D; 2-node panels on the t rule to T_CAP) weight their radii: lambda^2 = sum c_r |xi_c|^2 /
     ((C - 2) sum c_r), the scale of the Gaussian family closest to the rows that carry the value. Rounded to 0.01
     (tables are shared between nearby D) and clipped to TILT_RANGE; 1 where the pilot sees no contribution."""
+    if tab.C < 3:                 # no centred others to spread (C - 2 = 0 dimensions)
+        return 1.0
     pilot = tab.first_scramble()
     g_lo, g_hi = _support(pilot)
     g_end = min(g_hi, -math.expm1(-T_CAP / D))
@@ -817,7 +819,7 @@ def radial_tilt(tab: _Table, D: int) -> float:
     for a in range(0, g.size, _CHUNK):
         c += pilot.rows(g[a:a + _CHUNK])[0] @ node[a:a + _CHUNK]
     c *= pilot.weight
-    if not c.sum() > 0 or tab.C < 3:
+    if not c.sum() > 0:
         return 1.0
     return float(np.clip(round(math.sqrt((c @ pilot.radius2) / ((tab.C - 2) * c.sum())), 2), *TILT_RANGE))
 
@@ -1116,9 +1118,8 @@ def max_fraction_se(gamma: float, C: int, D: float) -> tuple:
     given the weights). D = inf: max_fraction_exact (relative 1e-12, SE 0); C = 2: exact (max_fraction_binary, SE 0);
     gamma = inf: 1 (one class takes every point). Else max_fraction_sampled: the exact D = inf value plus a sampled
     count-noise correction whose relative SE is MAX_REL_SE or, where that costs more than VEC_CAP, as stated."""
-    exact = float(max_fraction_exact(gamma, C)[0])
     if math.isinf(D) or math.isinf(gamma):
-        return exact, 0.0
+        return float(max_fraction_exact(gamma, C)[0]), 0.0
     if int(C) == 2 and gamma > 0:
         return float(max_fraction_binary(gamma, int(D))), 0.0
     return max_fraction_sampled(gamma, int(C), D)

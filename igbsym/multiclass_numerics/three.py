@@ -225,16 +225,17 @@ ROOT_STEPS = 48           # bisection steps in p (then Newton in probit space)
 
 
 def _probit_fraction(d2, q, exact_tails: bool = True):
-    """(probit(G_1), dG_1/dp, log G_1, log(1 - G_1), log |dG_1/dp|) at d = (d2, d2 - 2q) (p = d2 - q: the larger
-    difference is the unknown, so q >> 1 loses nothing to p + q cancelling): probit from the accurate tail (log G_1
-    tail-exact unless ``exact_tails`` is False: log_fraction)."""
-    d3 = d2 - 2 * q
-    lg, lq = log_fraction(d2, d3, exact_tails)
-    x = np.where(lg < math.log(0.5), special.ndtri_exp(np.minimum(lg, 0.0)), -special.ndtri_exp(np.minimum(lq, 0.0)))
-    a, b = -d2 / _SQ2, -d3 / _SQ2
-    log_dens = np.logaddexp(-a * a / 2 + special.log_ndtr((b - a / 2) / _R_HALF),
-                            -b * b / 2 + special.log_ndtr((a - b / 2) / _R_HALF)) - math.log(2 * math.sqrt(math.pi))
-    return x, -np.exp(log_dens), lg, lq, log_dens
+    """probit(G_1) at d = (d2, d2 - 2q) (p = d2 - q: the larger difference is the unknown, so q >> 1 loses nothing to
+    p + q cancelling), from the accurate tail (log G_1 tail-exact unless ``exact_tails`` is False: log_fraction)."""
+    lg, lq = log_fraction(d2, d2 - 2 * q, exact_tails)
+    return np.where(lg < math.log(0.5), special.ndtri_exp(np.minimum(lg, 0.0)), -special.ndtri_exp(np.minimum(lq, 0.0)))
+
+
+def _log_slope(d2, q):
+    """log |dG_1/dp| at d = (d2, d2 - 2q), in logs (no underflow where G_1 is tiny)."""
+    a, b = -d2 / _SQ2, -(d2 - 2 * q) / _SQ2
+    return np.logaddexp(-a * a / 2 + special.log_ndtr((b - a / 2) / _R_HALF),
+                        -b * b / 2 + special.log_ndtr((a - b / 2) / _R_HALF)) - math.log(2 * math.sqrt(math.pi))
 
 
 def root_d2(g, q):
@@ -248,12 +249,12 @@ def root_d2(g, q):
     exact = bool(np.min(g) < BISECT_EXACT_BELOW)
     for _ in range(ROOT_STEPS):
         mid = (lo + hi) / 2
-        above = _probit_fraction(mid, q, exact)[0] > t          # G too large: p* is further right
+        above = _probit_fraction(mid, q, exact) > t          # G too large: p* is further right
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     p = (lo + hi) / 2
     for _ in range(3):
-        x, _, _, _, log_dg = _probit_fraction(p, q)      # p: here the unknown d2
-        slope = -np.exp(log_dg + x * x / 2 + math.log(2 * math.pi) / 2)          # dprobit/dd2 (logs: no underflow)
+        x = _probit_fraction(p, q)                          # p: here the unknown d2
+        slope = -np.exp(_log_slope(p, q) + x * x / 2 + math.log(2 * math.pi) / 2)   # dprobit/dd2 (logs: no underflow)
         step = np.where(slope < 0, (x - t) / slope, 0.0)
         p = np.clip(p - step, lo - (hi - lo), hi + (hi - lo))
     return p
@@ -280,8 +281,7 @@ def law(g, gamma: float) -> tuple:
         d2 = root_d2(g[None, :], q[:, None])
         log_w = math.log(2 / (sq * math.sqrt(2 * math.pi))) - (q[:, None] / sq) ** 2 / 2
         z = (d2 - q[:, None]) / sp_                                    # p*/sigma_p
-        log_dg = _probit_fraction(d2, q[:, None])[4]                  # log |dG_1/dp|
-        log_pdf = log_w - z * z / 2 - math.log(sp_ * math.sqrt(2 * math.pi)) - log_dg
+        log_pdf = log_w - z * z / 2 - math.log(sp_ * math.sqrt(2 * math.pi)) - _log_slope(d2, q[:, None])
         return log_w + special.log_ndtr(-z), log_w + special.log_ndtr(z), log_pdf
 
     probe = np.concatenate([[0.0], cap * 2.0 ** np.arange(0, 1000)])
