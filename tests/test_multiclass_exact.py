@@ -167,8 +167,10 @@ def test_rare_event_p_empty_vs_mpmath():
 
 @pytest.mark.slow
 def test_rare_event_mp_reference_recomputed():
+    """The stored 20-digit reference, recomputed: the tanh-sinh quadrature reproduces it to 1.1e-15 (its own
+    convergence; the stored value serves at THREE_ERROR = 1e-10)."""
     ref = mp_p_empty_three(0.1, 1000, 2.5413302023602795, 0.1596407274610167)    # the mode and its width
-    assert abs(ref / mpmath.mpf(RARE_MP) - 1) < 1e-15
+    assert abs(ref / mpmath.mpf(RARE_MP) - 1) < 1e-13
 
 
 @pytest.mark.parametrize("gamma,D", [(0.1, 1000), (0.01, 10**4), (10.0, 10**6), (1e3, 100), (0.05, 10**9),

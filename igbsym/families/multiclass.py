@@ -26,24 +26,35 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   <= THREE_ERROR = 1e-10, rare events included (p_empty(0.1, 3, 1000) = 1.139e-13).
 * C >= 4: the law of one G_c (``cdf``, ``pdf``): randomised quasi-Monte Carlo over the other C - 1 means,
   deterministic (fixed scrambles), with a RELATIVE error bound that holds at 99.99 % (``law_relative_bound``).
-  Given the others G_c is an increasing function of u_c, so P(G_c <= g) = E[Phi(u*(g)/sqrt gamma)], u* its root
-  (Rao-Blackwellised over u_c). The others: 16 independently scrambled Sobol nets of 2^m points (``points_log2``:
-  2^12 below C = 10 ... 2^7 at C = 10^4) mapped to descending order statistics, the largest importance-sampled in its
-  Gumbel variable (``_others``); at small gamma (``_centred``) the others are centred on their mean, whose Gaussian
-  offset from u_c integrates in closed form with u_c (``_Table``: P(G_c <= g | centred others) = Phi(u*(g)/s),
-  s^2 = gamma C/(C - 1); it replaced a pilot-fitted linear control variate). G_hat(u) on a u grid by the trapezoid
-  rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_relative). The product H(w) = prod_j
-  Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are binned on a lattice and log H
-  is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
+  Given the others G_c is an increasing function of u_c, so P(G_c <= g) = E[Phi(u*(g)/s)], u* its root
+  (Rao-Blackwellised over u_c). Two kinds of table (``_centred`` picks the one with the tighter measured bound):
+  - plain: 16 independently scrambled Sobol nets of 2^m points (``points_log2``: 2^12 below C = 10 ... 2^7 at
+    C = 10^4) mapped to descending order statistics, the largest importance-sampled in its Gumbel variable
+    (``_others``), s^2 = gamma;
+  - centred (gamma up to 2 ... 10, ``_centred``): the others are centred on their mean, whose Gaussian offset from
+    u_c integrates in closed form with u_c (``_Table``: s^2 = gamma C/(C - 1)), and the centred others, a standard
+    normal vector of the (C - 2)-dimensional sum-zero subspace, are integrated in polar form (``_radial_rows``,
+    igbsym/multiclass_numerics/spherical.py): the radius by the Gauss rule of its chi law (``radial_rule``; G_c
+    depends on the centred others mostly through it at small gamma), the direction by a uniformly rotated product
+    rule on the sphere at C = 4, 5 (``sphere_rule``: spectrally accurate, 1e-13 between scrambles at C = 4), as in
+    Genz and Monahan's stochastic spherical-radial rules, and from C = 6 by the plain nets' directions with control
+    variates: the even symmetric power sums of the direction up to degree 12, whose exact means are Gaussian moments
+    (``power_feature_means``), cross-fitted over the scrambles (``_Table.controlled``; 1e3 ... 1e9 less variance).
+    The radial rule's error is stated from the half rule on the first scramble (``_Table.radial_error``).
+  G_hat(u) on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_error).
+  The product H(w) = prod_j Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are
+  binned on a lattice and log H is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
   (``binned_log_cdf_of_max``; remainder eta <= 1.5e-8 at C = 1000, computed per table). Error bound (``law_bound``):
-  Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_relative x the value, plus the
-  rows whose root falls below their u grid (computed), plus what eta can move the cdf (``_Table.taylor_error``,
-  computed); relative: b/(F_hat - b), inf where no digit is resolved (the far lower tail). ``p_empty``, ``n_empty`` and
-  ``entropy`` (any D) are functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``),
-  with per-scramble replicates, so their relative bounds are stated the same way (``p_empty_relative_bound``,
-  ``entropy_se``). ``p_empty`` on a centred table radially tilts the centred others (``radial_tilt``: the rare empty
-  class is carried by spread others; one cross-entropy step on a pilot scramble picks the scale, the likelihood ratio
-  is exact), 10-100x tighter bounds at C <= 10.
+  Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_error of the value (relative to the
+  nearer tail), plus the rows whose root falls below their u grid (computed), plus what eta can move the cdf
+  (``_Table.taylor_error``, computed), plus the radial rule's error; relative: b/(F_hat - b), inf where no digit is
+  resolved (the far lower tail). Measured (``_centred``) at g in [1/(2C), 2/C]: <= 1e-6 relative for gamma in
+  [0.01, 0.3] at every C in [4, 10^4], and up to gamma = 10 at C = 4; 1e-6 ... 3e-5 at gamma = 1 ... 3, and the
+  plain tables' 1e-6 ... 1e-5 above. ``p_empty``, ``n_empty`` and ``entropy`` (any D) are functionals of
+  that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``), with per-scramble replicates, so their
+  relative bounds are stated the same way (``p_empty_relative_bound``, ``entropy_se``). ``p_empty`` on a centred
+  table radially tilts the centred others (``radial_tilt``: the rare empty class is carried by spread others; one
+  cross-entropy step on a pilot scramble picks the scale of the radial rule, the likelihood ratio is exact).
 * ``entropy`` at finite D: the observed entropy is a sum of one-class terms and each count is binomial(D, G_c), so
   E H(K/D) = C E psi_D(G_c) with the kernel psi_D(g) = E h(K/D), K ~ binomial(D, g) (a Frullani integral over the
   binomial's generating function, igbsym/multiclass_numerics/observed.py): the same functional of the law of one
@@ -81,6 +92,8 @@ from ..multiclass_numerics import three
 from ..multiclass_numerics.three import THREE_ERROR
 from ..multiclass_numerics.observed import entropy_kernel
 from ..multiclass_numerics.power import moment_excess_many
+from ..multiclass_numerics.spherical import (helmert, power_feature_means, power_features, radial_rule,
+                                             sphere_rule)
 
 IGB = "igb-initial-guessing-bias.txt"
 C_MAX = 10_000
@@ -229,8 +242,9 @@ def points_log2(C: int) -> int:
 
 
 @lru_cache(maxsize=4)
-def _others(C: int) -> tuple:
-    """([K_SCRAMBLES, 2^m, C - 1] the other C - 1 standard normal means in descending order, [K, 2^m] weights).
+def _others(C: int, m: int | None = None) -> tuple:
+    """([K_SCRAMBLES, 2^m, C - 1] the other C - 1 standard normal means in descending order, [K, 2^m] weights);
+    m = points_log2(C) unless given (the centred tables' directions take fewer points, _directions).
 
     One scrambled (LMS + digital shift) Sobol net per replicate, fixed seeds. The largest other mean x is
     importance-sampled: its Gumbel variable t (Phi(x)^(C-1) = exp(-e^-t), exactly Gumbel) is drawn from a Gumbel of
@@ -240,7 +254,7 @@ def _others(C: int) -> tuple:
     (U_(1) = Phi(x) V_2^(1/(C-2)), U_(i) = U_(i-1) V_(i+1)^(1/(C-1-i))), so the best-spread first Sobol coordinates
     drive the largest means (effective dimension reduction, like a Brownian bridge); coordinates past SOBOL_DIM are
     i.i.d. uniform."""
-    d, m, b = C - 1, points_log2(C), GUMBEL_WIDTH
+    d, m, b = C - 1, points_log2(C) if m is None else m, GUMBEL_WIDTH
     dims = min(d, SOBOL_DIM)
     out, weight = np.empty((K_SCRAMBLES, 2**m, d)), np.empty((K_SCRAMBLES, 2**m))
     for k, child in enumerate(np.random.SeedSequence([SEED, C, 0]).spawn(K_SCRAMBLES)):
@@ -257,6 +271,63 @@ def _others(C: int) -> tuple:
             log_u = special.log_ndtr(x)[:, None] + np.cumsum(np.log(v[:, 1:]) / (d - 1 - np.arange(d - 1)), axis=1)
             out[k, :, 1:] = -special.ndtri(-np.expm1(log_u))      # Phi^-1(U) through 1 - U (no rounding near 1)
     return out, weight
+
+
+SPHERE_RULES = {4: (64,), 5: (32, 8)}    # C: product rule sizes of the directions (sphere_rule)
+
+
+def radial_nodes(C: int) -> int:
+    """Gauss nodes of the radial rule of the centred others (_radial_rows); with the directions, 2^points_log2(C) rows
+    per scramble. The radius of C - 2 centred standard normals concentrates as C grows (relative width
+    ~ 1/sqrt(2C)), so fewer nodes do; where the directions are integrated well (the angular rule at C = 4, exact to
+    ~1e-13; the control variates) the rows go to the radius, whose integrand has structure at r ~ 1/sqrt(gamma)
+    (C = 4, 64 nodes: the half rule differs by <= 6e-7 relative at gamma = 10; C = 10, 16 against 8 nodes: the
+    stated bound of 1 - F at g = 0.8 falls from 7e-4 to 5e-5 at gamma = 1, while at C = 30 and 100 the halved
+    directions cost more). Measured against 40 (24) nodes on the same directions, the cdf moves by <= 2e-10 relative
+    at C = 5 (16 nodes), <= 1e-10 at C = 100 (8 nodes) down to values of 1e-258."""
+    return 64 if C <= 4 else (16 if C < 20 else (8 if C <= 2000 else 4))
+
+
+def _directions(C: int, scrambles: int) -> tuple:
+    """(theta [scrambles, M, C - 1], weight [scrambles, M]): unit vectors of the centred others' subspace (sum zero)
+    and their weights, summing to 1 per scramble, M = 2^points_log2(C) / radial_nodes(C) per scramble, antipodes
+    included. C in SPHERE_RULES (C - 2 <= 3 dimensions): the product sphere_rule, uniformly randomly rotated per
+    scramble (a stochastic spherical rule, as Genz and Monahan's spherical-radial rules; unbiased, and spectrally
+    accurate for a smooth integrand: between-scramble SE ~1e-13 relative at C = 4, 1e-8 at C = 5). Else the
+    directions of the plain table's base points (_others on M/2 points: importance-sampled top, so the nets' best
+    coordinates still drive the largest others) and their antipodes (the normal law is symmetric), with the
+    importance weights: exact likelihood ratios of the whole vector, hence of any function of its direction; from
+    C = 6 these carry control variates (_Table.controlled), which beat the product rules there (measured at C = 6,
+    7, gamma = 1: 8e-7 against 5e-6 with features to degree 10)."""
+    if C in SPHERE_RULES:
+        pts, w = sphere_rule(SPHERE_RULES[C])
+        rng = np.random.default_rng([SEED, C, 1])
+        turns = [stats.special_ortho_group.rvs(C - 2, random_state=rng) for _ in range(K_SCRAMBLES)][:scrambles]
+        theta = np.einsum("kij,nj->kni", np.array(turns), pts) @ helmert(C - 1)
+        return theta, np.broadcast_to(w, theta.shape[:2]).copy()
+    M = 2 ** points_log2(C) // radial_nodes(C)
+    base, w0 = _others(C, int(math.log2(M // 2)))
+    base, w0 = base[:scrambles], w0[:scrambles] / (2 * w0[:scrambles].sum(1, keepdims=True))
+    theta = base - base.mean(2, keepdims=True)
+    if C > 2:
+        theta /= np.linalg.norm(theta, axis=2, keepdims=True)
+    return np.concatenate([theta, -theta], 1), np.concatenate([w0, w0], 1)
+
+
+def _radial_rows(C: int, n: int, tilt: float = 1.0, scrambles: int = K_SCRAMBLES) -> tuple:
+    """(xi [rows, C - 1] descending, weight [rows], nodes per direction, theta): the centred others r theta of the first
+    ``scrambles`` scrambles, theta the QMC directions (_directions) and r the n-node radial_rule scaled by ``tilt``.
+    Direction and radius of centred standard normals are independent, so the weight is the direction's times
+    w_r tilt^(C-2) exp(-(tilt^2 - 1) r^2/2) (the exact likelihood ratio of the scaled radius at the rule's node).
+    Both theta and -theta are directions, so the rule integrates the even part of each ray, a smooth function of
+    r^2 (Gauss-Laguerre in r^2/2 converges geometrically). Rows per scramble: [direction, node], a direction's
+    nodes contiguous."""
+    theta, w0 = _directions(C, scrambles)
+    r, w = radial_rule(C, n)
+    rows = theta[:, :, None, :] * (tilt * r)[:, None]
+    xi = -np.sort(-rows.reshape(-1, C - 1), axis=1)
+    lr = (C - 2) * math.log(tilt) - (tilt * tilt - 1) * r * r / 2
+    return xi, (w0[:, :, None] * (w * np.exp(lr))).reshape(-1), r.size, theta
 
 
 def _cdf_of_max(w: np.ndarray, u: np.ndarray, block: int = 64) -> np.ndarray:
@@ -398,10 +469,12 @@ class _Table:
     p = Phi^-1(G_hat). ``centred`` (_centred): the others are centred on their own mean m. G_c depends on u_c - m and
     the centred others only, and u_c - m ~ N(0, s^2), s^2 = gamma C/(C - 1), is independent of the centred others
     (Gaussian), so the common mode integrates in closed form: P(G_c <= g | centred others) = Phi(u*(g)/s); plain,
-    s^2 = gamma. ``weight``: the importance weights, self-normalised per scramble."""
+    s^2 = gamma. ``weight``: the rows' weights, summing to 1 per scramble (importance weights; on centred tables
+    times the spherical-radial rule's, ``group`` radial nodes per direction)."""
 
     def __init__(self, gamma: float, C: int, top: np.ndarray, rel_u: np.ndarray, G: np.ndarray, dG: np.ndarray,
-                 weight: np.ndarray, eta: float = 0.0, centred: bool = True, radius2: np.ndarray | None = None):
+                 weight: np.ndarray, eta: float = 0.0, centred: bool = True, radius2: np.ndarray | None = None,
+                 group: int = 1, check=None, features: np.ndarray | None = None):
         self.s = math.sqrt(gamma * C / (C - 1) if centred else gamma)    # the sd of u_c (- the others' mean)
         self.C, self.top, self.rel_u, self.P = C, top, rel_u, _probit(G)
         self.dudp = np.exp(-self.P * self.P / 2) / _SQ2PI / np.maximum(dG, 1e-300)    # du/dp at the grid points
@@ -409,6 +482,9 @@ class _Table:
         self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
         self.centred = centred
         self.radius2 = radius2    # centred: |xi - mean xi|^2 of each row's others (standard units, after any tilt)
+        self.group = group        # contiguous rows per QMC direction (centred: the radial nodes; plain: 1)
+        self.check = check        # centred: builds the first scramble's table on the half radial rule (radial_error)
+        self.cv = None if features is None else self._cross_fit(features)
         self.memos: dict = {}   # (name, args) -> what this table computed once (functionals, pilot tilts)
 
     def memo(self, key: tuple, compute):
@@ -432,7 +508,7 @@ class _Table:
         n = self.top.size // K_SCRAMBLES
         sub = object.__new__(_Table)
         sub.__dict__.update(self.__dict__, top=self.top[:n], P=self.P[:n], dudp=self.dudp[:n],
-                            weight=self.weight[:n] * K_SCRAMBLES, memos={},
+                            weight=self.weight[:n] * K_SCRAMBLES, memos={}, check=None, cv=None,
                             radius2=None if self.radius2 is None else self.radius2[:n])
         return sub
 
@@ -463,19 +539,82 @@ class _Table:
         clip = np.where(root <= lo, F / 2, 0.0)          # the truth is in [0, Phi(lo/s)]: report the midpoint
         return F - clip, dens, clip
 
-    def replicates(self, g: np.ndarray, node_weights: np.ndarray | None = None) -> tuple:
+    def replicates(self, g: np.ndarray, node_weights: np.ndarray | None = None, controlled: bool = True) -> tuple:
         """(F [K, n_g], f [K, n_g], clip [n_g], ess): per-scramble means of P(G_c <= g | centred others) and of its
-        g-derivative, the weighted mean clip error of ``rows``, and the effective number of rows carrying each value
-        (scramble_sums)."""
+        g-derivative (less their control variates unless ``controlled`` is False, ``controlled``), the weighted mean
+        clip error of ``rows``, and the effective number of rows carrying each value (scramble_sums)."""
         (F, f, clip), ess = self.scramble_sums(np.atleast_1d(np.asarray(g, float)), lambda x, *rows: rows,
-                                               node_weights)
+                                               node_weights, controlled=2 if controlled else 0)
         return F, f, clip.mean(0), ess
 
-    def scramble_sums(self, g: np.ndarray, per_row, node_weights: np.ndarray | None = None) -> tuple:
+    def positive(self) -> "_Table":
+        """The table whose row weights bound the controlled estimate's from above in absolute value: the controlled
+        mean is linear in the direction values, sum_d (w_d m_d / K) V_d with m_d = 1 - sum_(k != scramble of d)
+        Sx_k . P_k (X_d - xbar_k) / (K - 1), so errors |e_d| <= b_d of the rows move it by <= sum_d (w_d |m_d| / K)
+        b_d: the deterministic bounds (det_error, clip, binning remainder) are those of this view's positive
+        weights w |m| (|m| ~ 1; their sum, the mass, slightly above 1). The table itself where there are no control
+        variates."""
+        if self.cv is None:
+            return self
+
+        def view():
+            X, Sx, xbar, P = self.cv
+            K = X.shape[0]
+            A = np.einsum("kfg,kg->kf", P, Sx)
+            c = (np.einsum("kmf,f->km", X, A.sum(0)) - np.einsum("kmf,kf->km", X, A) - (A * xbar).sum()
+                 + (A * xbar).sum(1)[:, None]) / (K - 1)
+            pos = object.__new__(_Table)
+            pos.__dict__.update(self.__dict__, weight=self.weight * np.repeat(np.abs(1 - c).ravel(), self.group),
+                                memos={}, check=None, cv=None)
+            return pos
+        return self.memo(("positive",), view)
+
+    def mass(self) -> float:
+        """The mean over the scrambles of the rows' weight sums (1 on untilted tables without control variates)."""
+        return float(self.weight.sum() / K_SCRAMBLES)
+
+    def _cross_fit(self, features: np.ndarray) -> tuple:
+        """The directions' parts of the cross-fitted control variates (``controlled``): X = features / their SD
+        [K, M, f], per scramble Sx = sum_d w_d X_d, and for each scramble k the pooled mean of X and the pseudo-
+        inverse of its pooled covariance over the other K - 1 scrambles."""
+        K = features.shape[0]
+        w = self.weight.reshape(K, features.shape[1], self.group).sum(2)             # [K, M] direction weights
+        X = features / np.sqrt(np.einsum("km,kmf->f", w, features ** 2) / K)
+        Sx, Sxx = np.einsum("km,kmf->kf", w, X), np.einsum("km,kmf,kmg->kfg", w, X, X)
+        xbar = (Sx.sum(0) - Sx) / (K - 1)
+        cov = (Sxx.sum(0) - Sxx) / (K - 1) - xbar[:, :, None] * xbar[:, None, :]
+        return X, Sx, xbar, np.linalg.pinv(cov, rcond=1e-10, hermitian=True)
+
+    def controlled(self, v: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        """Per-scramble sums [K, n] of the row values v [rows, n] less their control variates: the even symmetric
+        power sums of the direction (spherical.power_features, exact means), whose part that varies with the
+        direction removes 1e3 ... 1e9 of the variance over the directions at C = 10 ... 100 (measured out of sample;
+        G_c is a symmetric function of the others, smooth in their direction). Cross-fitted: scramble k's
+        coefficients beta_k are the regression of the direction values on X over the other K - 1 scrambles, which are
+        independent of scramble k, so each replicate stays unbiased: sums_k - beta_k . Sx_k. Per column of v, in the
+        same order whatever the other columns (array call = scalar call)."""
+        if self.cv is None:
+            return sums
+        X, Sx, xbar, P = self.cv
+        K, M, _ = X.shape
+        out = np.empty(sums.shape)
+        for j in range(v.shape[1]):
+            c = sums[:, j].mean()         # beta is blind to a constant shift of V: shifted, the sums cancel less
+            wv = (self.weight * (np.ascontiguousarray(v[:, j]) - c)).reshape(K, M, self.group).sum(2)   # w_d (V_d - c)
+            Sxy = np.einsum("kmf,km->kf", X, wv)
+            ybar = (sums[:, j].sum() - sums[:, j]) / (K - 1) - c
+            cxy = (Sxy.sum(0) - Sxy) / (K - 1) - xbar * ybar[:, None]
+            beta = np.einsum("kfg,kg->kf", P, cxy)
+            out[:, j] = sums[:, j] - (beta * Sx).sum(1)
+        return out
+
+    def scramble_sums(self, g: np.ndarray, per_row, node_weights: np.ndarray | None = None,
+                      controlled: int = 0) -> tuple:
         """The one pass over the rows: per_row(g_chunk, *rows(g_chunk)) gives per-row arrays [rows, n_chunk]; returns
         (their per-scramble weighted sums, each [K, n_g], ess): ess [n_g] = (sum w v_r)^2 / sum (w v_r)^2 of the first
         array v — or, given ``node_weights`` [n_g], the ess of the rows' weighted sums sum_g node_weights v_r(g) (a
-        functional). The g values go in chunks of _CHUNK (memory ~ rows x chunk)."""
+        functional). The first ``controlled`` arrays' sums are less their control variates (``controlled``). The g
+        values go in chunks of _CHUNK (memory ~ rows x chunk)."""
         # [K, n_g] views of [n_g, K] arrays: a mean over the scrambles runs along memory, in the same order whatever
         # the other g values (array call = scalar call, bit for bit)
         sums, ess, total = None, np.empty(g.size), np.zeros(self.top.size)
@@ -484,25 +623,43 @@ class _Table:
             values = per_row(x, *self.rows(x))
             if sums is None:
                 sums = [np.empty((g.size, K_SCRAMBLES)).T for _ in values]
-            for out, v in zip(sums, values):
+            for i, (out, v) in enumerate(zip(sums, values)):
                 out[:, a:a + _CHUNK] = _per_scramble(v, self.weight)
-            ess[a:a + _CHUNK] = _ess(self.weight[:, None] * values[0])
+                if i < controlled:
+                    out[:, a:a + _CHUNK] = self.controlled(v, out[:, a:a + _CHUNK])
+            ess[a:a + _CHUNK] = _ess(self.by_direction(self.weight[:, None] * values[0]))
             if node_weights is not None:
                 total += values[0] @ node_weights[a:a + _CHUNK]
         if node_weights is not None:
-            ess = float(_ess((self.weight * total)[:, None])[0])
+            ess = float(_ess(self.by_direction((self.weight * total)[:, None]))[0])
         return sums, ess
+
+    def by_direction(self, x: np.ndarray) -> np.ndarray:
+        """Row values x [rows, n] summed over each direction's radial nodes [directions, n]: the ESS counts the QMC
+        directions, the independent draws (a direction's radii are one quadrature, not |group| samples)."""
+        return x if self.group == 1 else x.reshape(-1, self.group, x.shape[1]).sum(1)
+
+    def radial_error(self, g: np.ndarray) -> np.ndarray:
+        """The radial rule's stated error at g [n_g]: |first scramble on the full rule - the same directions on the
+        half rule| (a Gauss rule's error falls geometrically in its nodes, so the half rule's error, which this
+        measures, bounds the full rule's: measured 1e-10 vs 1e-9 ... 2.5e-5 relative in the far tail, radial_nodes).
+        0 on plain tables."""
+        if self.check is None:
+            return np.zeros(np.shape(g))
+        half = self.memo(("half rule",), self.check)
+        return np.abs(half.replicates(g)[0].mean(0) - self.first_scramble().replicates(g)[0].mean(0))
 
     def taylor_error(self, g: np.ndarray) -> np.ndarray:
         """Bound on the cdf error at g from the binned products (|log H_hat - log H| <= eta): the kernels are >= 0,
         so G_hat/G is in [e^-eta, e^eta] on the whole u grid; G_hat increases in u, so each row's exact root u*(g) lies
         between the table's roots at g e^-eta and g e^eta, and its P(G_c <= g | others) between the two values; the
-        weights are positive, hence |cdf - cdf_exact| <= F(g e^eta) - F(g e^-eta)
-        (means over the scrambles). 0 for the exact product (C < BINNED_FROM)."""
+        weights are positive, hence |cdf - cdf_exact| <= F(g e^eta) - F(g e^-eta) (means over the scrambles, without
+        control variates: on ``positive``'s weights for a controlled table). 0 for the exact product (C <
+        BINNED_FROM)."""
         if self.eta == 0:
             return np.zeros(np.shape(g))
-        up = self.replicates(np.asarray(g) * math.exp(self.eta))[0].mean(0)
-        return np.abs(up - self.replicates(np.asarray(g) * math.exp(-self.eta))[0].mean(0))
+        up = self.replicates(np.asarray(g) * math.exp(self.eta), controlled=False)[0].mean(0)
+        return np.abs(up - self.replicates(np.asarray(g) * math.exp(-self.eta), controlled=False)[0].mean(0))
 
 
 _CHUNK = 16        # g values per pass over the rows
@@ -531,34 +688,47 @@ def _per_scramble(values: np.ndarray, w: np.ndarray) -> np.ndarray:
     return per_g.sum(-1).T
 
 
-CENTRE_GAMMA = 0.5     # centre the others (common mode in closed form) at gamma <= CENTRE_GAMMA (C <= 200; _centred)
+CENTRE_GAMMA = ((3, 0.5), (4, 10.0), (9, 5.0), (30, 4.0), (100, 3.0), (C_MAX, 2.0))   # (up to C, centre at gamma <=)
 
 
 def _centred(gamma: float, C: int) -> bool:
-    """Whether the table of (gamma, C) centres the others on their mean (_Table). Both are unbiased; measured (stated
-    relative bound of the cdf over g in [1/(2C), 2/C]), centring wins below gamma ~ 0.3-1 up to C = 100 (16x at
-    gamma = 0.01, C = 10; 6-60x on rare p_empty at C = 4) but loses above (the QMC nets' best coordinates drive the
-    largest other mean, which the plain table's rows depend on most), and at C = 1000 it wins only below ~0.05."""
-    return gamma <= (CENTRE_GAMMA if C <= 200 else CENTRE_GAMMA / 10)
+    """Whether the table of (gamma, C) centres the others (spherical-radial rows, _Table) rather than sampling them
+    plainly. Both are unbiased; the thresholds are the measured crossovers of the stated relative bound of the cdf at
+    g in [0.2/C, 2/C] (max over g): centred, <= 3e-7 at gamma = 0.1 for every C in [4, 10^4] (plain: 1e-3 ... 1e-4),
+    at gamma = 3 1.4e-6 ... 1.6e-5 up to C = 30 (plain 1.7e-5 ... 4e-5); plain wins from gamma = 30 at C = 4 (2.8e-6
+    vs 7.3e-6), 10 at C = 5, 5 ... 3 up to C = 100 and 2 ... 3 at C = 1000: the centred rows' integrand has
+    structure at r ~ 1/sqrt(gamma), in the radius and the direction alike. C = 2 has no centred dimension (plain);
+    C = 3 (the engine's test bed: multiclass.cdf is deterministic there) keeps 0.5."""
+    return C >= 3 and gamma <= next(limit for top, limit in CENTRE_GAMMA if C <= top)
 
 
 def _build_table(gamma: float, C: int, centred: bool, tilt: float = 1.0) -> _Table:
-    """The law table of one (gamma, C) on the base points u = sqrt(gamma) xi, each row centred on its mean or not
-    (_Table). ``tilt`` (centred only; radial_tilt): the centred others xi_c are scaled to tilt xi_c, an importance
-    sampling of the C - 2 dimensional centred part whose likelihood ratio is exact,
-    tilt^(C-2) exp(-(tilt^2 - 1) |xi_c|^2/2) (mean 1), times the Gumbel weights (self-normalised per scramble)."""
-    base, weight = _others(C)
-    xi = base.reshape(-1, C - 1)
-    weight = weight / weight.sum(1, keepdims=True)
-    radius2 = None
-    if centred:
-        xi = xi - xi.mean(1, keepdims=True)
-        radius2 = (xi * xi).sum(1)
+    """The law table of one (gamma, C) on the base points u = sqrt(gamma) xi. Plain: the others of _others (Gumbel
+    importance-sampled top, weights self-normalised per scramble). Centred (_Table): the centred others of
+    _radial_rows, directions by randomised QMC and radii by the Gauss rule of their chi law, so the radius the
+    bulk of the law depends on (G_c is quadratic in the centred others at small gamma) is integrated, not sampled;
+    the table's radial_error compares the first scramble with the half rule. ``tilt`` (centred only; radial_tilt):
+    the radii are scaled to tilt r, whose likelihood ratio is exact, tilt^(C-2) exp(-(tilt^2 - 1) r^2/2) (mean 1)."""
+    if not centred:
         if tilt != 1.0:
-            weight = weight * np.exp((C - 2) * math.log(tilt) - (tilt * tilt - 1) * radius2 / 2).reshape(weight.shape)
-            xi, radius2 = tilt * xi, tilt * tilt * radius2
-    elif tilt != 1.0:
-        raise ValueError("_build_table: a radial tilt needs the centred table")
+            raise ValueError("_build_table: a radial tilt needs the centred table")
+        base, weight = _others(C)
+        return _rows_table(gamma, C, base.reshape(-1, C - 1), (weight / weight.sum(1, keepdims=True)).reshape(-1))
+    n = radial_nodes(C)
+
+    def check() -> _Table:            # the first scramble's directions on the half rule
+        xi, weight, group, _ = _radial_rows(C, n // 2, tilt, 1)
+        return _rows_table(gamma, C, xi, weight * K_SCRAMBLES, group)
+    xi, weight, group, theta = _radial_rows(C, n, tilt)
+    features = None if C in SPHERE_RULES or C < 6 else power_features(theta) - power_feature_means(C - 1)
+    return _rows_table(gamma, C, xi, weight, group, check, features)
+
+
+def _rows_table(gamma: float, C: int, xi: np.ndarray, weight: np.ndarray, group: int | None = None,
+                check=None, features: np.ndarray | None = None) -> _Table:
+    """A law table on the rows xi [rows, C - 1] (standard units, descending) with weights summing to 1 per scramble
+    (K_SCRAMBLES of them): plain (group None) or centred, ``group`` contiguous rows (radial nodes) per direction,
+    ``features`` [K, directions, f] the directions' control variates less their exact means (_Table.controlled)."""
     rel, (c0, c1), rel_u, ker, dker = _law_grid(C)
     kernels = np.concatenate([ker, dker], 1)
     core, above = kernels[c0:c1], kernels[c1:].sum(0)       # H = 0 below the core and 1 above it (see _law_grid)
@@ -571,7 +741,9 @@ def _build_table(gamma: float, C: int, centred: bool, tilt: float = 1.0) -> _Tab
         H = _core_cdf(u, u[:, :1] + rel[None, c0:c1])
     both = H @ core + above
     G, dG = np.clip(both[:, :ker.shape[1]], 1e-300, 1 - 1e-16), both[:, ker.shape[1]:]
-    return _Table(gamma, C, u[:, 0].copy(), rel_u, G, dG, weight.reshape(-1), eta, centred, radius2)
+    centred = group is not None
+    return _Table(gamma, C, u[:, 0].copy(), rel_u, G, dG, weight, eta, centred, (xi * xi).sum(1) if centred else None,
+                  group or 1, check, features)
 
 
 _TABLES: dict = {}
@@ -604,7 +776,7 @@ def law_se(g, gamma: float, C: int) -> tuple:
 
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
-    the deterministic parts: det_relative x the value (grid + Hermite inversion), the clip error of the rows whose root
+    the deterministic parts: det_error of the value (grid + Hermite inversion), the clip error of the rows whose root
     lies below the u grid (computed), and for C >= BINNED_FROM the bound the Taylor remainder of the binned products
     implies (_Table.taylor_error, computed); inf (no claim) where fewer than ESS_MIN effective rows carry the value
     (the far lower tail: the between-scramble spread does not measure the error there). C = 3: the deterministic
@@ -619,8 +791,20 @@ def table_bound(tab: _Table, g: np.ndarray) -> tuple:
     """(per-scramble F [K, n_g], the stated bound [n_g]) of one law table at g: law_bound's C >= 4 part, on any table
     (the engine run at C = 2 or 3 in the tests)."""
     F, _, clip, ess = tab.replicates(g)
-    Fm = np.abs(F.mean(0))
-    return F, replicate_bound(F, det_relative(Fm, tab.s) * Fm + clip + tab.taylor_error(g), ess)
+    return F, replicate_bound(F, deterministic_bound(tab, g, F, clip), ess)
+
+
+def deterministic_bound(tab: _Table, g: np.ndarray, F: np.ndarray, clip: np.ndarray) -> np.ndarray:
+    """The deterministic part of a law value's stated bound at g, given the table's per-scramble values F [K, n_g]
+    and mean clip error: det_error of the (positive-weight) mean, times the mass (Jensen on normalised weights), plus
+    the clip error, the binning remainder (taylor_error) and the radial rule's error, on the weights of
+    ``tab.positive()`` where control variates make the estimate's own weights signed."""
+    pos = tab.positive()
+    if pos is not tab:
+        F, _, clip, _ = pos.replicates(g, controlled=False)
+    mass = pos.mass()
+    return (mass * det_error(np.abs(F.mean(0)) / mass, tab.s) + clip + pos.taylor_error(g)
+            + mass * tab.radial_error(g))
 
 
 def replicate_bound(F: np.ndarray, det, ess) -> np.ndarray:
@@ -652,18 +836,29 @@ def _relative(value, bound):
         return np.where(value > bound, bound / np.where(value > bound, value - bound, 1.0), np.inf)
 
 
-DET_REL = 2e-7     # relative error floor of the grid (trapezoid < 1e-10) and the Hermite inversion of G_hat ...
-DET_U = 3e-8       # ... plus DET_U z/s: the root's error in u moves Phi(u*/s) by ~ z/s relative (det_relative)
+DET_REL = 2.5e-8   # relative error floor of the grid (trapezoid < 1e-10) and the Hermite inversion of G_hat ...
+DET_U = 1.5e-8     # ... plus DET_U z/s: the root's error in u moves Phi(u*/s) by ~ z/s relative (det_relative)
 
 
 def det_relative(F, s: float):
-    """Stated relative error of a row value (or a weighted mean of rows) F = Phi(u*/s) from the grid and the cubic
-    Hermite inversion: DET_REL + DET_U max(1, -Phi^-1(F))/s. Measured by halving the grid step (C = 4, 10, 30, gamma
-    in [1e-3, 30], F in [1e-250, 1 - 1e-9]): relative error <= 1.7e-8 at gamma >= 0.5, and (relative error) s/z
-    <= 1e-8 below, up to 1.6e-6 relative at gamma = 1e-3 and F = 1e-250. For a mean of rows F|Phi^-1(F)| is concave
-    in the lower tail, so the mean's term bounds the rows' weighted sum (Jensen)."""
+    """Stated relative error of a row value (or a weighted mean of rows) F = Phi(u*/s) in the lower tail from the grid
+    and the cubic Hermite inversion: DET_REL + DET_U max(1, -Phi^-1(F))/s. Measured by halving the grid step (C = 4,
+    6, 10, 30, 100, gamma in [1e-3, 3], F in [1e-250, 1 - 1e-12], both tails, beyond 4 ulp of rounding): relative
+    error <= 8.4e-9 where z/s is small and (relative error) s/z <= 5.1e-9 (largest at gamma = 3e-3, C = 6),
+    3x margins."""
     F = np.asarray(F, float)
     return DET_REL + DET_U * np.maximum(1.0, -special.ndtri(np.clip(F, 1e-300, 1.0))) / s
+
+
+def det_error(F, s: float):
+    """Stated absolute error of a row value (or a weighted mean of rows) F = Phi(u*/s) from the grid and the
+    inversion: det_relative of the nearer tail t = min(F, 1 - F) times t, plus rounding (4 ulp: 2^-50 F). The root's
+    error du moves Phi(u*/s) by phi(u*/s) du/s, small against both tails alike (measured on both sides, det_relative).
+    For a mean of rows: t is concave in F and t max(1, -Phi^-1(t)) concave and
+    nondecreasing in t, so the mean's term bounds the rows' weighted sum (Jensen)."""
+    F = np.asarray(F, float)
+    t = np.clip(np.minimum(F, 1 - F), 0.0, None)
+    return det_relative(t, s) * t + np.abs(F) * 2.0 ** -50
 
 
 def _by_pair(fn, g, gamma, C, side: int | None = None):
@@ -748,7 +943,7 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     functional inherits the law's randomised-QMC replicates. Over the support [g_lo, g_hi] (_support), cut at g_top:
     SUPPORT_PANELS Gauss-Legendre panels uniform in probit g plus the caller's ``breaks`` (probits), 8 nodes each;
     above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic parts
-    (det_relative, clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo)
+    (det_error, clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo)
     there) and (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|); inf where fewer than ESS_MIN effective rows
     carry the functional (a rare event the rows do not reach: no digit claimed)."""
     g_lo, g_hi = _support(tab)
@@ -764,9 +959,10 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     d = dpsi(g)
     F, _, clip, ess = tab.replicates(np.concatenate([g, [g_lo, g_end]]), node_weights=np.concatenate([d * wg, [0, 0]]))
     reps = psi(g_end) - F[:, :-2] @ (d * wg)
+    row_det = deterministic_bound(tab, np.concatenate([g, [g_lo, g_end]]), F, clip)
     Fm = F.mean(0)
-    det = (np.abs(d) * wg) @ (det_relative(np.abs(Fm[:-2]), tab.s) * np.abs(Fm[:-2]) + clip[:-2])
-    det += (Fm[-2] + clip[-2]) * below(g_lo) + max(1 - Fm[-1], 0.0) * above(g_end)
+    det = (np.abs(d) * wg) @ row_det[:-2]
+    det += (Fm[-2] + row_det[-2]) * below(g_lo) + (max(1 - Fm[-1], 0.0) + row_det[-1]) * above(g_end)
     return reps, float(det) if ess >= ESS_MIN else math.inf
 
 
@@ -1205,7 +1401,7 @@ def max_cdf_replicates(g: np.ndarray, gamma: float, C: int) -> tuple:
     C E[(Phi(u*(g)/s) - Phi(u_top/s))_+] given the others (u_1 in (u_top, u*(g)]): the same Rao-Blackwellised rows
     as the cdf, on the plain (uncentred) table: its rows depend on u_top mostly, which the nets' best coordinate and
     the importance sampling drive (centred, the bound was up to 100x wider where the value is near 1, at gamma <=
-    0.1). Deterministic bound: C E[det_relative Phi(u*/s)] over the rows where the bracket is positive (the root's
+    0.1). Deterministic bound: C E[det_error(Phi(u*/s))] over the rows where the bracket is positive (the root's
     relative error)."""
     tab = _table(gamma, C, centred=False)
     lead = special.ndtr(tab.top / tab.s)[:, None]
@@ -1213,7 +1409,7 @@ def max_cdf_replicates(g: np.ndarray, gamma: float, C: int) -> tuple:
     def bracket(x, Fr, fr, clip):
         raw = Fr + clip                                          # Phi(u*/s) (clipped rows: root below u_top, 0 here)
         term = C * np.maximum(raw - lead, 0.0)
-        return term, C * det_relative(raw, tab.s) * raw * (term > 0)
+        return term, C * det_error(raw, tab.s) * (term > 0)
     (F, det), ess = tab.scramble_sums(np.atleast_1d(np.asarray(g, float)), bracket)
     return F, det.mean(0), ess
 
@@ -1401,14 +1597,18 @@ LAW = Provenance(IGB, "App. H (multi-class extension; exact law derived in deriv
 _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z_s + u_s - sp.Symbol("u_j")),
                                                                          (sp.Symbol("j"), 1, C_s - 1)),
                      (z_s, -sp.oo, sp.oo))
-MC_ERROR = ("randomised QMC over the other C-1 means (16 scrambled Sobol nets of 2^12 ... 2^7 points, importance-"
-            "sampled largest mean, the others' common mode integrated in closed form at small gamma; for C >= 10 "
-            "the product over the others by binned 5th-order Taylor expansions with a computed remainder): |error| "
-            "<= law_bound = 5.24 x (SE between the scrambles) + 2e-7 x value + clip + remainder (computed) at 99.99 % "
-            "(Student t, 15 dof); relative: law_relative_bound = b/(F_hat - b), measured 2e-7 ... 1.1e-4 for g in "
-            "[1/(2C), 2/C], gamma in [1e-3, 1e3], C in [4, 100] (smallest at large gamma), up to 8.1e-4 at C = 1000, "
-            "inf in the far lower tail (no digit claimed); C = 3 relative 1e-10 (deterministic), C = 2 and gamma in "
-            "{0, inf} exact")
+MC_ERROR = ("randomised QMC over the other C-1 means, 16 scrambles: at gamma up to 2 ... 10 (_centred) the others' "
+            "common mode in closed form and the centred others in polar form, the radius by its chi law's Gauss rule "
+            "and the direction by a rotated product rule (C = 4, 5) or by importance-sampled Sobol directions with "
+            "cross-fitted control variates (the symmetric power sums of degree <= 12, exact means); above, plain "
+            "Sobol nets (2^12 ... 2^7 points, importance-sampled largest mean); for C >= 10 the product over the "
+            "others by binned 5th-order Taylor expansions with a computed remainder): |error| <= law_bound = 5.24 x "
+            "(SE between the scrambles) + det_error (2.5e-8 + 1.5e-8 z/s of the nearer tail) + clip + remainder + "
+            "the radial rule's half-rule error (computed) at 99.99 % (Student t, 15 dof); relative: "
+            "law_relative_bound = b/(F_hat - b), measured for g in [1/(2C), 2/C] and C in [4, 1e4]: <= 7e-7 at "
+            "gamma in [0.01, 0.3], <= 1e-6 at gamma = 1 up to C = 30, 1e-6 ... 8e-5 at gamma in [1, 10], <= 3e-6 "
+            "at gamma >= 100, 4e-6 ... 7e-6 at gamma = 1e-3 (those g lie in its far tail); inf where no digit is "
+            "claimed (the far lower tail); C = 3 relative 1e-10 (deterministic), C = 2 and gamma in {0, inf} exact")
 
 
 _E, _Gc = sp.Function("E"), sp.Symbol("G_c")
@@ -1424,8 +1624,10 @@ def _stated(text: str) -> Accuracy:
 
 _LAW_ACC = _stated("C = 3: relative <= 1e-10 (deterministic: a 1-d integral over q = (d2 - d3)/2 of "
                    "Phi(-p*(q)/sigma_p), p* the root in p = (d2 + d3)/2, multiclass_numerics/three.py); C >= 4: "
-                   "randomised QMC, relative error <= law_relative_bound (computed per value at 99.99 %; 4e-7 ... 3e-4 "
-                   "in the bulk, inf in the far lower tail); exact at C = 2 and gamma in {0, inf}")
+                   "randomised QMC with spherical-radial rows and control variates, relative error <= "
+                   "law_relative_bound (computed per value at 99.99 %; <= 1e-6 in the bulk at gamma <= 0.3 and at "
+                   "gamma = 1 up to C = 30, up to 8e-5 at gamma in [1, 10], inf in the far lower tail); exact at "
+                   "C = 2 and gamma in {0, inf}")
 _VEC_ACC = _stated("D = inf: exact where C = 2 (closed form) or gamma in {0, inf}, relative <= 1e-10 at C = 3 (1-d "
                    "integral 3 E_q[(Phi(-q/s_p) - Phi(p*/s_p))_+], multiclass_numerics/three.max_cdf), C >= 4 "
                    "C E[(Phi(u*/s) - Phi(u_top/s))_+] over the randomised QMC law tables with a relative bound "
@@ -1434,10 +1636,10 @@ _VEC_ACC = _stated("D = inf: exact where C = 2 (closed form) or gamma in {0, inf
                    "error within the DKW band of n = min(4000, 1e5/C) draws")
 
 
-_EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law (radially tilted centred others at small "
-                     "gamma), relative error <= p_empty_relative_bound (computed per value at 99.99 %: 1e-5 ... 2e-4 "
-                     "measured at C <= 10 down to 1.7e-184, 1e-4 ... 5e-4 at C = 100; inf where no digit is "
-                     "resolved); "
+_EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law (spherical-radial rows, radially tilted for "
+                     "rare events), relative error <= p_empty_relative_bound (computed per value at 99.99 %: "
+                     "2e-7 ... 2e-6 measured at C in [4, 1000], 5e-6 ... 7e-6 for values down to 1.7e-184 at "
+                     "gamma = 0.01; inf where no digit is resolved); "
                      "C = 3: relative <= 1e-10, "
                      "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
                      "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
@@ -1452,7 +1654,7 @@ _MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the Monte Carlo 
 _ENT_ACC = _stated("C E[psi(G_c)] over the law of one G_c, psi = -g log g (D = inf) or psi_D(g) = E h(K/D), K ~ "
                    "binomial(D, g) (finite D: the observed entropy; no vector is sampled, multiclass_numerics/"
                    "observed.py, relative 1e-14): C >= 4 a functional of the randomised QMC law, SE stated by "
-                   "entropy_se (relative SE 1e-6 ... 4e-5 at C <= 100, 2e-4 at C = 1000, 9e-4 at C = 1e4, measured); "
+                   "entropy_se (relative SE 5e-9 ... 2e-6 at C <= 100, 2e-5 ... 5e-5 at C = 1e3, 1e4, measured); "
                    "C = 3 relative <= 1e-10 (2-d quadrature over the law of G_1, multiclass_numerics/three.py); C = 2 "
                    "relative <= 1e-12 (1-d rule over the igb law); gamma in {0, inf} exact")
 
