@@ -707,7 +707,8 @@ def _build_table(gamma: float, C: int, centred: bool, tilt: float = 1.0) -> _Tab
     importance-sampled top, weights self-normalised per scramble). Centred (_Table): the centred others of
     _radial_rows, directions by randomised QMC and radii by the Gauss rule of their chi law, so the radius the
     bulk of the law depends on (G_c is quadratic in the centred others at small gamma) is integrated, not sampled;
-    the table's radial_error compares the first scramble with the half rule. ``tilt`` (centred only; radial_tilt):
+    from C = 6 the directions carry their power-sum control variates (_Table.controlled); the table's radial_error
+    compares the first scramble with the half rule. ``tilt`` (centred only; radial_tilt):
     the radii are scaled to tilt r, whose likelihood ratio is exact, tilt^(C-2) exp(-(tilt^2 - 1) r^2/2) (mean 1)."""
     if not centred:
         if tilt != 1.0:
