@@ -163,14 +163,6 @@ def _correlations(gamma: float) -> tuple:
     return rho, math.sqrt(1 + 2 * gamma) / (1 + gamma), math.sqrt(rho), 1 / math.sqrt(1 + gamma)
 
 
-def _by_gamma_c(fn, gamma, C, *more):
-    """Evaluate fn(float gamma, int C, *more) once per distinct point (array call = scalar call)."""
-    shape, arrays = _pairs(gamma, C, *more)
-    keys, inverse = np.unique(np.stack(arrays), axis=1, return_inverse=True)
-    vals = np.array([fn(float(k[0]), int(k[1]), *[float(x) for x in k[2:]]) for k in keys.T], dtype=float)
-    return vals[inverse.ravel()].reshape(shape)
-
-
 def _by_gamma(fn, gamma, C):
     """Evaluate fn(float gamma, int array Cs) -> values once per distinct gamma, over its distinct C (array call =
     scalar call): the C of one gamma share one Phi_2 table (moment_excess_many)."""
