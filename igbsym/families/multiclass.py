@@ -498,11 +498,15 @@ class _Table:
     def first_scramble(self) -> "_Table":
         """The same table restricted to the rows of the first scramble (a pilot: 1/K_SCRAMBLES of the cost)."""
         n = self.top.size // K_SCRAMBLES
-        sub = object.__new__(_Table)
-        sub.__dict__.update(self.__dict__, top=self.top[:n], P=self.P[:n], dudp=self.dudp[:n],
-                            weight=self.weight[:n] * K_SCRAMBLES, memos={}, check=None, cv=None,
-                            radius2=None if self.radius2 is None else self.radius2[:n])
-        return sub
+        return self._view(top=self.top[:n], P=self.P[:n], dudp=self.dudp[:n], weight=self.weight[:n] * K_SCRAMBLES,
+                          radius2=None if self.radius2 is None else self.radius2[:n])
+
+    def _view(self, **changed) -> "_Table":
+        """A table sharing this one's arrays but for ``changed``, with its own memos and neither half rule nor control
+        variates (first_scramble, positive)."""
+        view = object.__new__(_Table)
+        view.__dict__.update(self.__dict__, memos={}, check=None, cv=None, **changed)
+        return view
 
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
@@ -555,10 +559,7 @@ class _Table:
             A = np.einsum("kfg,kg->kf", P, Sx)
             c = (np.einsum("kmf,f->km", X, A.sum(0)) - np.einsum("kmf,kf->km", X, A) - (A * xbar).sum()
                  + (A * xbar).sum(1)[:, None]) / (K - 1)
-            pos = object.__new__(_Table)
-            pos.__dict__.update(self.__dict__, weight=self.weight * np.repeat(np.abs(1 - c).ravel(), self.group),
-                                memos={}, check=None, cv=None)
-            return pos
+            return self._view(weight=self.weight * np.repeat(np.abs(1 - c).ravel(), self.group))
         return self.memo(("positive",), view)
 
     def mass(self) -> float:
