@@ -1,14 +1,16 @@
 """The binned product over the other means in the multiclass law tables (issue 13, the cdf bench): for C >=
 BINNED_FROM, log H(w) = sum_j log Phi(w - u_j) is a 5th-order Taylor expansion around lattice bin centres with the
 exact moments of each bin, and the stated remainder eta (D6_SUP/6! sum_j |e_j|^6) enters law_bound through
-_Table.taylor_error. Checked here against independent routes:
+Deterministic.g_hat. Checked here against independent routes:
 
 * the derivative polynomials of log Phi (log_phi_derivatives) against mpmath's numerical derivatives at 40 digits;
 * the constant D6_SUP against the sixth derivative on a fine grid plus the grid's Lipschitz margin (seventh derivative);
 * log H against the exact product of normal cdfs (_cdf_of_max, the route kept for C < BINNED_FROM) at
   C in {3, 10, 100, 1000} and gamma over six decades: within eta (+ the two routes' rounding), eta within its a-priori
   bound, and eta not loose (the largest error reaches half of it: a mutation of a moment or of the table fails);
-* whole law tables, binned vs exact products on the same base points: the cdf difference within taylor_error;
+* whole law tables, binned vs exact products on the same base points: the cdf difference within the stated
+  binning remainder (Deterministic.g_hat), and that bound, taken from the rows' density at g, against its
+  definition, the values at the two roots g e^-eta and g e^eta;
 * array call = scalar call, and a cdf at C = 300 that is monotone in [0, 1].
 All deterministic (fixed base points), no tolerance from the code under test."""
 import math
@@ -97,9 +99,55 @@ def _binned_vs_exact_tables(C, g, monkeypatch):
         seen = G_exact > 1e-15
         assert np.all(np.abs(np.log(G_binned) - np.log(G_exact))[seen] <= binned.eta + 1e-13), gamma
         diff = np.abs(binned.replicates(g)[0].mean(0) - exact.replicates(g)[0].mean(0))
-        bound = binned.positive().taylor_error(g)      # control variates: the estimate's weights bounded by |w m|
+        bound = binned.bounded(g)[3].g_hat      # control variates: on the positive weights |w m| (positive_ratio)
         assert np.all(diff <= bound + 1e-14), (gamma, diff, bound)
         assert np.all(bound <= 1e-6)
+
+
+@pytest.mark.parametrize("C, gamma", [(10, 1.0), (30, 3.0), (100, 30.0), (1000, 1.0)])
+def test_taylor_density_rule_covers_the_two_roots(C, gamma, monkeypatch):
+    """Deterministic.g_hat, TAYLOR_SAFETY x 2 sinh(e) g x the rows' density at g where [g e^-e, g e^e] is small
+    against 1 - g (e = eta + G_TRAPEZOID), bounds its definition, the difference of the values at the two roots,
+    up to 4 ulp of rounding of the values: at the table's eta and at 1e-6, 15x the largest eta (a wider
+    interval, over which the density varies more), up to g = 1 - 1e-9 (there the g nearest 1 take the two roots,
+    TAYLOR_LOCAL: the density at g does not bound the interval where it is not small against 1 - g). Not loose:
+    where the difference is resolved the stated remainder is at most TAYLOR_SAFETY x it (a mutation of the factor
+    or of the density fails; one of TAYLOR_LOCAL fails the first assertion). Controlled (C = 10, 30, 1000) and
+    plain (C = 100, gamma = 30) tables on 16 x 2^8 points."""
+    monkeypatch.setattr(fam, "points_log2", lambda C: 8)
+    fam._others.cache_clear()
+    try:
+        tab = fam._build_table(gamma, C, fam._centred(gamma, C))
+    finally:
+        fam._others.cache_clear()
+    g = special.ndtr(np.linspace(-30.0, 6.0, 45))
+    for eta in (tab.eta, 1e-6):
+        tab.eta = eta
+        F, _, _, parts = tab.bounded(g)
+        two = tab.two_roots(g)
+        F = F.mean(0)
+        assert np.all(two <= parts.g_hat + 2.0 ** -50), (eta, two, parts.g_hat)    # 4 ulp of the values (<= 1)
+        resolved = two > np.maximum(1e-12 * np.minimum(F, 1 - F), 1e3 * EPS * np.abs(F)) + 1e-300   # >> rounding
+        assert resolved.sum() >= 5
+        assert np.all(parts.g_hat[resolved] <= fam.TAYLOR_SAFETY * two[resolved] * (1 + 1e-2)), eta
+
+
+def test_rows_near_one_do_not_depend_on_the_other_g(monkeypatch):
+    """Regression: rounding near G_hat = 1 left probit G_hat decreasing by an ulp here and there along a row, which
+    unsorted the stacked search keys of _Table.rows, so a row's value at g = 1 - 1e-16 moved by up to 7e-5 with the
+    other g values of the call (numpy's searchsorted uses its previous answer as a hint). The rows are now the
+    same alone and beside other g (plain table, C = 100, gamma = 30, 16 x 2^8 points)."""
+    monkeypatch.setattr(fam, "points_log2", lambda C: 8)
+    fam._others.cache_clear()
+    try:
+        tab = fam._build_table(30.0, 100, False)
+    finally:
+        fam._others.cache_clear()
+    assert np.all(np.diff(tab.P, axis=1) >= 0)
+    top = np.array([1 - 1e-16])
+    alone = tab.rows(top)[0][:, 0]
+    for other in (0.5, 1e-3, 1 - 1e-9):
+        assert np.array_equal(tab.rows(np.array([1 - 1e-16, other]))[0][:, 0], alone), other
 
 
 @pytest.mark.parametrize("C", [3, 12, 150])

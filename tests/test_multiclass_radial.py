@@ -57,7 +57,7 @@ def test_power_feature_means_are_exact_on_small_spheres():
     """The exact means of the control variates (Isserlis' recursion over centred Gaussian coordinates) against two
     independent routes where those are exact: n = 2 (theta = +-(1, -1)/sqrt 2: p_k = 2^(1 - k/2) for even k, 0 for
     odd) and n = 3, 4 by the product rules on the circle and the 2-sphere of the sum-zero subspace (exact to degree
-    63 and 15 in the coordinates, the features have degree <= 10)."""
+    63 and 15 in the coordinates, the features have degree <= 14)."""
     theta = np.array([[1.0, -1.0]]) / math.sqrt(2)
     assert np.allclose(spherical.power_feature_means(2), spherical.power_features(theta)[0], rtol=1e-13, atol=1e-16)
     for n, sizes in ((3, (64,)), (4, (32, 8))):

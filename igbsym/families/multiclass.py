@@ -38,23 +38,24 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
     depends on the centred others mostly through it at small gamma), the direction by a uniformly rotated product
     rule on the sphere at C = 4, 5 (``sphere_rule``: spectrally accurate, 1e-13 between scrambles at C = 4), as in
     Genz and Monahan's stochastic spherical-radial rules, and from C = 6 by the plain nets' directions with control
-    variates: the even symmetric power sums of the direction up to degree 12, whose exact means are Gaussian moments
+    variates: the even symmetric power sums of the direction up to degree 14, whose exact means are Gaussian moments
     (``power_feature_means``), cross-fitted over the scrambles (``_Table.controlled``; 1e3 ... 1e9 less variance).
     The radial rule's error is stated from the half rule on the first scramble (``_Table.radial_error``).
-  G_hat(u) on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_error).
-  The product H(w) = prod_j Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are
-  binned on a lattice and log H is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
+  G_hat(u) on a u grid by the trapezoid rule (< 1e-10), u* by cubic Hermite inversion in probit space (det_error). The
+  product H(w) = prod_j Phi(w - u_j) over the others: exact below C = BINNED_FROM; from there the others are binned on
+  a lattice and log H is a 5th-order Taylor expansion in the bins' exact moments, one matrix product
   (``binned_log_cdf_of_max``; remainder eta <= 1.5e-8 at C = 1000, computed per table). Error bound (``law_bound``):
   Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_error of the value (relative to the
-  nearer tail), plus the rows whose root falls below their u grid (computed), plus what eta can move the cdf
-  (``_Table.taylor_error``, computed), plus the radial rule's error; relative: b/(F_hat - b), inf where no digit is
-  resolved (the far lower tail). Measured (``_centred``) at g in [1/(2C), 2/C]: <= 1e-6 relative for gamma in
-  [0.01, 0.3] at every C in [4, 10^4], and up to gamma = 10 at C = 4; 1e-6 ... 3e-5 at gamma = 1 ... 3, and the
-  plain tables' 1e-6 ... 1e-5 above. ``p_empty``, ``n_empty`` and ``entropy`` (any D) are functionals of
-  that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``), with per-scramble replicates, so their
-  relative bounds are stated the same way (``p_empty_relative_bound``, ``entropy_se``). ``p_empty`` on a centred
-  table radially tilts the centred others (``radial_tilt``: the rare empty class is carried by spread others; one
-  cross-entropy step on a pilot scramble picks the scale of the radial rule, the likelihood ratio is exact).
+  nearer tail), plus the rows whose root falls below their u grid (computed), plus what G_hat's error (eta and the
+  trapezoid's) can move the cdf by (``Deterministic.g_hat``, computed), plus the radial rule's error; relative:
+  b/(F_hat - b), inf where no digit is resolved (the far lower tail). Measured (``_centred``) at g in [1/(2C), 2/C]:
+  <= 1e-6 relative for gamma in [0.01, 0.3] at every C in [4, 10^4], and up to gamma = 10 at C = 4; 1e-6 ... 3e-5 at
+  gamma = 1 ... 3, and the plain tables' 1e-6 ... 1e-5 above. ``p_empty``, ``n_empty`` and ``entropy`` (any D) are
+  functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``), with per-scramble
+  replicates, so their relative bounds are stated the same way (``p_empty_relative_bound``, ``entropy_se``).
+  ``p_empty`` on a centred table radially tilts the centred others (``radial_tilt``: the rare empty class is carried
+  by spread others; one cross-entropy step on a pilot scramble picks the scale of the radial rule, the likelihood
+  ratio is exact).
 * ``entropy`` at finite D: the observed entropy is a sum of one-class terms and each count is binomial(D, G_c), so
   E H(K/D) = C E psi_D(G_c) with the kernel psi_D(g) = E h(K/D), K ~ binomial(D, g) (a Frullani integral over the
   binomial's generating function, igbsym/multiclass_numerics/observed.py): the same functional of the law of one
@@ -75,6 +76,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import NamedTuple
 
 import mpmath
 import numpy as np
@@ -346,16 +348,20 @@ def _offsets(C: int, below: float, above: float) -> tuple:
 
 @lru_cache(maxsize=32)
 def _law_grid(C: int):
-    """The law tables' grid for the C - 1 other classes: w offsets [-20.5, x + 17.5] (x = sqrt(2 ln(C-1))), of which
-    H is computed on the core [-8.5, x + 8.5] (H <= Phi(w - max) < 1e-17 below, 1 - H < 1e-17 above); u offsets
-    [-12, x + 9]; the kernels h phi(w - u) and h (w - u) phi(w - u) for G and dG/du."""
+    """The law tables' grid for the C - 1 other classes: w offsets [-20.5, x + 17.5] (x = sqrt(2 ln(C-1))) of step h,
+    of which H is computed on the core [-8.5, x + 8.5] (H <= Phi(w - max) < 1e-17 below, 1 - H < 1e-17 above); u
+    offsets [-12, x + 9] of step h / U_REFINE; the kernels h phi(w - u) and h (w - u) phi(w - u) for G and dG/du."""
     h, rel = _offsets(C - 1, 20.5, 17.5)
     x = rel[-1] - 17.5
     core = (int(np.searchsorted(rel, -8.5)), int(np.searchsorted(rel, x + 8.5)))
     ui = (int(np.searchsorted(rel, -12.0)), int(np.searchsorted(rel, x + 9.0)))
-    d = rel[None, :] - rel[ui[0]:ui[1], None]
+    rel_u = rel[ui[0]] + h / U_REFINE * np.arange(U_REFINE * (ui[1] - ui[0] - 1) + 1)
+    d = rel[None, :] - rel_u[:, None]
     ker = np.exp(-d * d / 2) / _SQ2PI * h
-    return rel, core, rel[ui[0]:ui[1]], ker.T.copy(), (d * ker).T.copy()
+    return rel, core, rel_u, ker.T.copy(), (d * ker).T.copy()
+
+
+U_REFINE = 2   # the u grid (G_hat, its inversion) at h / 2: the cubic Hermite root's error falls 16x (det_relative)
 
 
 def _core_cdf(u: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -455,6 +461,35 @@ def binned_log_cdf_of_max(u: np.ndarray, C: int) -> tuple:
     return log_h, eta + LOG_PHI_9 * (~keep).sum(1)
 
 
+G_TRAPEZOID = 5e-13   # relative error of G_hat from the trapezoid in w (_step) and rounding: measured <= 1.3e-13
+#                       against the grid of half the step (C = 4 ... 100, gamma = 1e-3 ... 1e3, G = 1e-45 ... 1)
+H_CUT = 9.6e-18       # >= Phi(-8.5) >= H below the core (_law_grid), which G_hat omits: G - G_hat in [0, H_CUT]
+#                       (measured: log G_hat moves by 2e-5 at G ~ 1e-20, 7e-10 at G ~ 1e-10 with the step)
+TAYLOR_SAFETY = 1.01  # a row's density over the g interval is <= 1.01x its value at g (_Table.g_interval) ...
+TAYLOR_LOCAL = 1e-3   # ... where its width is <= TAYLOR_LOCAL min(g, 1 - g): measured, the two roots' values
+#                       differ by <= (1 + 2.2e-5) x the density's width (the excess: rounding; 14 tables, 200 g each,
+#                       half-widths e = 2e-9 ... 1e-6); the two-sided width is itself 2x the one-sided error
+
+
+class Deterministic(NamedTuple):
+    """The deterministic parts of a law value's stated bound ([n_g] each; _Table.bounded): ``grid`` det_error of the
+    value (the u grid and the Hermite inversion); ``clip`` the rows whose root falls below their u grid; ``g_hat``
+    what the error of G_hat itself moves the value by: G_hat/G is in [e^-e, e^e] with e = eta (the binning
+    remainder, binned_log_cdf_of_max, |log H_hat - log H| <= eta, C >= BINNED_FROM; the kernels are >= 0) +
+    G_TRAPEZOID, and G - G_hat in [0, H_CUT], so each row's exact root at g is the table's root at some g' in
+    _Table.g_interval, which moves its value by <= the interval's width x the row's density there, taken as
+    TAYLOR_SAFETY x its density at g where the interval is small against g and 1 - g (TAYLOR_LOCAL), else the
+    values at its two ends (_Table.two_roots; tests check the one against the other; near g = 1 G_hat's error is a
+    large part of 1 - g, near g = H_CUT all of g); ``radial`` the radial rule's error (_Table.radial_error)."""
+    grid: np.ndarray
+    clip: np.ndarray
+    g_hat: np.ndarray
+    radial: np.ndarray
+
+    def total(self) -> np.ndarray:
+        return self.grid + self.clip + self.g_hat + self.radial
+
+
 class _Table:
     """One (gamma, C): per point of the RQMC nets (rows), G_hat(u) = P(u + eps > max others | others) and dG_hat/du on
     the u grid top + rel_u around the others' maximum ``top`` (G_hat increases in u); inverted in probit space
@@ -468,7 +503,9 @@ class _Table:
                  weight: np.ndarray, eta: float = 0.0, centred: bool = True, radius2: np.ndarray | None = None,
                  group: int = 1, check=None, features: np.ndarray | None = None):
         self.s = math.sqrt(gamma * C / (C - 1) if centred else gamma)    # the sd of u_c (- the others' mean)
-        self.C, self.top, self.rel_u, self.P = C, top, rel_u, _probit(G)
+        # probit G_hat, nondecreasing along each row: G increases in u, and rounding near G = 1 must not unsort the
+        # stacked search keys of ``rows`` (an unsorted key made a value depend on the other g values in its call)
+        self.C, self.top, self.rel_u, self.P = C, top, rel_u, np.maximum.accumulate(_probit(G), axis=1)
         self.dudp = np.exp(-self.P * self.P / 2) / _SQ2PI / np.maximum(dG, 1e-300)    # du/dp at the grid points
         self.weight = weight
         self.eta = eta        # |log H_hat - log H| <= eta at every grid point of every row (binned_log_cdf_of_max)
@@ -496,16 +533,13 @@ class _Table:
         return self.memo(key, frozen)
 
     def first_scramble(self) -> "_Table":
-        """The same table restricted to the rows of the first scramble (a pilot: 1/K_SCRAMBLES of the cost)."""
+        """The same table restricted to the rows of the first scramble (a pilot: 1/K_SCRAMBLES of the cost), sharing
+        its arrays, with its own memos and neither half rule nor control variates."""
         n = self.top.size // K_SCRAMBLES
-        return self._view(top=self.top[:n], P=self.P[:n], dudp=self.dudp[:n], weight=self.weight[:n] * K_SCRAMBLES,
-                          radius2=None if self.radius2 is None else self.radius2[:n])
-
-    def _view(self, **changed) -> "_Table":
-        """A table sharing this one's arrays but for ``changed``, with its own memos and neither half rule nor control
-        variates (first_scramble, positive)."""
         view = object.__new__(_Table)
-        view.__dict__.update(self.__dict__, memos={}, check=None, cv=None, **changed)
+        view.__dict__.update(self.__dict__, memos={}, check=None, cv=None, top=self.top[:n], P=self.P[:n],
+                             dudp=self.dudp[:n], weight=self.weight[:n] * K_SCRAMBLES,
+                             radius2=None if self.radius2 is None else self.radius2[:n])
         return view
 
     def rows(self, g: np.ndarray) -> tuple:
@@ -543,28 +577,72 @@ class _Table:
                                                node_weights, controlled=2 if controlled else 0)
         return F, f, clip.mean(0), ess
 
-    def positive(self) -> "_Table":
-        """The table whose row weights bound the controlled estimate's from above in absolute value: the controlled
-        mean is linear in the direction values, sum_d (w_d m_d / K) V_d with m_d = 1 - sum_(k != scramble of d)
-        Sx_k . P_k (X_d - xbar_k) / (K - 1), so errors |e_d| <= b_d of the rows move it by <= sum_d (w_d |m_d| / K)
-        b_d: the deterministic bounds (det_error, clip, binning remainder) are those of this view's positive
-        weights w |m| (|m| ~ 1; their sum, the mass, slightly above 1). The table itself where there are no control
-        variates."""
+    def positive_ratio(self) -> np.ndarray | None:
+        """Per row |m_d| (its direction's), the factor by which the row weights w |m| bound the controlled estimate's
+        from above in absolute value; None (all 1) where there are no control variates. The controlled mean is linear
+        in the direction values, sum_d (w_d m_d / K) V_d with m_d = 1 - sum_(k != scramble of d) Sx_k . P_k
+        (X_d - xbar_k) / (K - 1), so errors |e_d| <= b_d of the rows move it by <= sum_d (w_d |m_d| / K) b_d: the
+        deterministic bounds (det_error, clip, binning remainder) are those of the positive weights w |m| (|m| ~ 1;
+        their sum, the mass, slightly above 1)."""
         if self.cv is None:
-            return self
+            return None
 
-        def view():
+        def ratio():
             X, Sx, xbar, P = self.cv
             K = X.shape[0]
             A = np.einsum("kfg,kg->kf", P, Sx)
             c = (np.einsum("kmf,f->km", X, A.sum(0)) - np.einsum("kmf,kf->km", X, A) - (A * xbar).sum()
                  + (A * xbar).sum(1)[:, None]) / (K - 1)
-            return self._view(weight=self.weight * np.repeat(np.abs(1 - c).ravel(), self.group))
-        return self.memo(("positive",), view)
+            return np.repeat(np.abs(1 - c).ravel(), self.group)
+        return self.memo(("positive ratio",), ratio)
 
     def mass(self) -> float:
-        """The mean over the scrambles of the rows' weight sums (1 on untilted tables without control variates)."""
-        return float(self.weight.sum() / K_SCRAMBLES)
+        """The mean over the scrambles of the positive weights' sums (w |m|, positive_ratio; 1 on untilted tables
+        without control variates): the Jensen factor of det_error on a weighted mean."""
+        ratio = self.positive_ratio()
+        return float((self.weight if ratio is None else self.weight * ratio).sum() / K_SCRAMBLES)
+
+    def bounded(self, g: np.ndarray, node_weights: np.ndarray | None = None) -> tuple:
+        """(F [K, n_g], f [K, n_g], ess, Deterministic [n_g] each): replicates and the deterministic parts of the
+        values' bound from the same pass over the rows (each row's value, density and clip error summed under both
+        the estimate's weights and the positive ones, positive_ratio): det_error of the positive-weight mean times the
+        mass (Jensen on normalised weights), the clip error, the binning remainder and the radial rule's error."""
+        g, ratio = np.atleast_1d(np.asarray(g, float)), self.positive_ratio()
+
+        def per_row(x, F, f, clip):
+            parts = (F, np.abs(f), clip)
+            return (F, f) + (parts if ratio is None else tuple(v * ratio[:, None] for v in parts))
+        (F, f, Fp, slope, clip), ess = self.scramble_sums(g, per_row, node_weights, controlled=2)
+        lo, hi = self.g_interval(g)
+        width = hi - lo                                   # where the exact root's g lies
+        g_hat = TAYLOR_SAFETY * width * slope.mean(0)  # slope: the positive-weight mean of the rows' |density|
+        far = width > TAYLOR_LOCAL * np.minimum(g, 1 - g)
+        if far.any():
+            g_hat[far] = self.two_roots(g[far])
+        mass = self.mass()
+        return F, f, ess, Deterministic(mass * det_error(np.abs(Fp.mean(0)) / mass, self.s), clip.mean(0), g_hat,
+                                        mass * self.radial_error(g))
+
+    def g_interval(self, g: np.ndarray) -> tuple:
+        """(lo, hi) [n_g]: G_hat/G is in [e^-e, e^e] (e = eta + G_TRAPEZOID) and G - G_hat in [0, H_CUT] (the part
+        below the core) on the whole u grid, so each row's exact root at g is the table's root at some g' in
+        [lo, hi] = [g e^-e - H_CUT, g e^e] (lo <= 0: anywhere below, the value in [0, the value at hi])."""
+        e = self.eta + G_TRAPEZOID
+        return g * math.exp(-e) - H_CUT, g * math.exp(e)
+
+    def two_roots(self, g: np.ndarray) -> np.ndarray:
+        """The bound on what G_hat's error moves the value at g by (Deterministic.g_hat) from the two roots: the
+        positive-weight means of the rows' values at the ends of g_interval, whose difference bounds it (0 for the
+        lower end where it is <= 0). Used where the interval is not small against g and 1 - g (TAYLOR_LOCAL),
+        elsewhere the density at g bounds it."""
+        lo, hi = self.g_interval(np.asarray(g, float))
+        ratio = self.positive_ratio()
+
+        def per_row(x, F, f, clip):
+            return (F if ratio is None else F * ratio[:, None],)
+        up = self.scramble_sums(hi, per_row)[0][0].mean(0)
+        down = np.where(lo > 0, self.scramble_sums(np.maximum(lo, 1e-300), per_row)[0][0].mean(0), 0.0)
+        return np.abs(up - down)
 
     def _cross_fit(self, features: np.ndarray) -> tuple:
         """The directions' parts of the cross-fitted control variates (``controlled``): X = features / their SD
@@ -642,18 +720,6 @@ class _Table:
         half = self.memo(("half rule",), self.check)
         return np.abs(half.replicates(g)[0].mean(0) - self.first_scramble().replicates(g)[0].mean(0))
 
-    def taylor_error(self, g: np.ndarray) -> np.ndarray:
-        """Bound on the cdf error at g from the binned products (|log H_hat - log H| <= eta): the kernels are >= 0,
-        so G_hat/G is in [e^-eta, e^eta] on the whole u grid; G_hat increases in u, so each row's exact root u*(g) lies
-        between the table's roots at g e^-eta and g e^eta, and its P(G_c <= g | others) between the two values; the
-        weights are positive, hence |cdf - cdf_exact| <= F(g e^eta) - F(g e^-eta) (means over the scrambles, without
-        control variates: on ``positive``'s weights for a controlled table). 0 for the exact product (C <
-        BINNED_FROM)."""
-        if self.eta == 0:
-            return np.zeros(np.shape(g))
-        up = self.replicates(np.asarray(g) * math.exp(self.eta), controlled=False)[0].mean(0)
-        return np.abs(up - self.replicates(np.asarray(g) * math.exp(-self.eta), controlled=False)[0].mean(0))
-
 
 _CHUNK = 16        # g values per pass over the rows
 _ROW_KEY = 100.0   # row offset of the stacked probit keys (probits lie in [-38.5, 8.3]; rounding ~1e-9 at 2^16 rows)
@@ -681,7 +747,7 @@ def _per_scramble(values: np.ndarray, w: np.ndarray) -> np.ndarray:
     return per_g.sum(-1).T
 
 
-CENTRE_GAMMA = ((3, 0.5), (4, 10.0), (9, 5.0), (30, 4.0), (100, 3.0), (C_MAX, 2.0))   # (up to C, centre at gamma <=)
+CENTRE_GAMMA = ((3, 0.5), (4, 10.0), (19, 5.0), (30, 4.0), (2000, 3.0), (C_MAX, 2.0))   # (up to C, centre at gamma <=)
 
 
 def _centred(gamma: float, C: int) -> bool:
@@ -689,9 +755,11 @@ def _centred(gamma: float, C: int) -> bool:
     plainly. Both are unbiased; the thresholds are the measured crossovers of the stated relative bound of the cdf at
     g in [0.2/C, 2/C] (max over g): centred, <= 3e-7 at gamma = 0.1 for every C in [4, 10^4] (plain: 1e-3 ... 1e-4),
     at gamma = 3 1.4e-6 ... 1.6e-5 up to C = 30 (plain 1.7e-5 ... 4e-5); plain wins from gamma = 30 at C = 4 (2.8e-6
-    vs 7.3e-6), 10 at C = 5, 5 ... 3 up to C = 100 and 2 ... 3 at C = 1000: the centred rows' integrand has
-    structure at r ~ 1/sqrt(gamma), in the radius and the direction alike. C = 2 has no centred dimension (plain);
-    C = 3 (the engine's test bed: multiclass.cdf is deterministic there) keeps 0.5."""
+    vs 7.3e-6), 10 at C = 5, 5 ... 6 at C = 9 ... 20, 4 ... 5 at C = 30, 3 ... 4 at C = 100 and 1000 (with the
+    degree-14 control variates: at C = 10, gamma = 5, 5.4e-6 against 2.0e-5; at C = 1000, gamma = 3, 3.3e-5 against
+    4.9e-5): the centred rows' integrand has structure at r ~ 1/sqrt(gamma), in the radius and the direction alike. C
+    = 2 has no centred dimension (plain); C = 3 (the engine's test bed: multiclass.cdf is deterministic there) keeps
+    0.5."""
     return C >= 3 and gamma <= next(limit for top, limit in CENTRE_GAMMA if C <= top)
 
 
@@ -771,9 +839,10 @@ def law_se(g, gamma: float, C: int) -> tuple:
 def law_bound(g, gamma: float, C: int) -> np.ndarray:
     """The stated error bound of multiclass.cdf at g: T_FACTOR x SE (Student t, K - 1 dof, 99.99 % two-sided) plus
     the deterministic parts: det_error of the value (grid + Hermite inversion), the clip error of the rows whose root
-    lies below the u grid (computed), and for C >= BINNED_FROM the bound the Taylor remainder of the binned products
-    implies (_Table.taylor_error, computed); inf (no claim) where fewer than ESS_MIN effective rows carry the value
-    (the far lower tail: the between-scramble spread does not measure the error there). C = 3: the deterministic
+    lies below the u grid (computed), what G_hat's error (its trapezoid and, for C >= BINNED_FROM, the Taylor
+    remainder of the binned products) moves the value by (Deterministic.g_hat, computed), and the radial rule's
+    error; inf (no claim) where fewer than ESS_MIN effective rows carry the value (the far lower tail: the
+    between-scramble spread does not measure the error there). C = 3: the deterministic
     route's relative bound, THREE_ERROR x the value (multiclass_numerics/three.py)."""
     g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 3:
@@ -784,21 +853,8 @@ def law_bound(g, gamma: float, C: int) -> np.ndarray:
 def table_bound(tab: _Table, g: np.ndarray) -> tuple:
     """(per-scramble F [K, n_g], the stated bound [n_g]) of one law table at g: law_bound's C >= 4 part, on any table
     (the engine run at C = 2 or 3 in the tests)."""
-    F, _, clip, ess = tab.replicates(g)
-    return F, replicate_bound(F, deterministic_bound(tab, g, F, clip), ess)
-
-
-def deterministic_bound(tab: _Table, g: np.ndarray, F: np.ndarray, clip: np.ndarray) -> np.ndarray:
-    """The deterministic part of a law value's stated bound at g, given the table's per-scramble values F [K, n_g]
-    and mean clip error: det_error of the (positive-weight) mean, times the mass (Jensen on normalised weights), plus
-    the clip error, the binning remainder (taylor_error) and the radial rule's error, on the weights of
-    ``tab.positive()`` where control variates make the estimate's own weights signed."""
-    pos = tab.positive()
-    if pos is not tab:
-        F, _, clip, _ = pos.replicates(g, controlled=False)
-    mass = pos.mass()
-    return (mass * det_error(np.abs(F.mean(0)) / mass, tab.s) + clip + pos.taylor_error(g)
-            + mass * tab.radial_error(g))
+    F, _, ess, det = tab.bounded(g)
+    return F, replicate_bound(F, det.total(), ess)
 
 
 def replicate_bound(F: np.ndarray, det, ess) -> np.ndarray:
@@ -830,16 +886,17 @@ def _relative(value, bound):
         return np.where(value > bound, bound / np.where(value > bound, value - bound, 1.0), np.inf)
 
 
-DET_REL = 2.5e-8   # relative error floor of the grid (trapezoid < 1e-10) and the Hermite inversion of G_hat ...
-DET_U = 1.5e-8     # ... plus DET_U z/s: the root's error in u moves Phi(u*/s) by ~ z/s relative (det_relative)
+DET_REL = 2e-9     # relative error floor of the cubic Hermite inversion of G_hat on its u grid (step h / U_REFINE) ...
+DET_U = 7e-10      # ... plus DET_U z/s: the root's error in u moves Phi(u*/s) by ~ z/s relative (det_relative)
 
 
 def det_relative(F, s: float):
-    """Stated relative error of a row value (or a weighted mean of rows) F = Phi(u*/s) in the lower tail from the grid
-    and the cubic Hermite inversion: DET_REL + DET_U max(1, -Phi^-1(F))/s. Measured by halving the grid step (C = 4,
-    6, 10, 30, 100, gamma in [1e-3, 3], F in [1e-250, 1 - 1e-12], both tails, beyond 4 ulp of rounding): relative
-    error <= 8.4e-9 where z/s is small and (relative error) s/z <= 5.1e-9 (largest at gamma = 3e-3, C = 6),
-    3x margins."""
+    """Stated relative error of a row value (or a weighted mean of rows) F = Phi(u*/s) in the lower tail from the u
+    grid and the cubic Hermite inversion: DET_REL + DET_U max(1, -Phi^-1(F))/s. Measured against the grid of half
+    the step (C = 4, 6, 10, 30, 100, exact products, gamma in [1e-3, 1e3], g in [1e-14, 1 - 1e-13], F down to 1e-13
+    and 1 - F down to 1e-13, beyond 4 ulp of rounding and twice what G_hat's own error moves the value by,
+    Deterministic.g_hat): relative error <= 6.0e-10 where z/s is small and (relative error) s/z <= 2.2e-10, 3x
+    margins (on the u grid of step h, before U_REFINE: 8.4e-9 and 5.1e-9)."""
     F = np.asarray(F, float)
     return DET_REL + DET_U * np.maximum(1.0, -special.ndtri(np.clip(F, 1e-300, 1.0))) / s
 
@@ -935,11 +992,13 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     """(per-scramble E[psi(G_c)] [K_SCRAMBLES], deterministic error bound) for a psi of bounded variation on [0, 1]:
     E psi(G) = psi(1) - int_0^1 psi'(g) F(g) dg (integration by parts against the law F of one G_c, App. H), so the
     functional inherits the law's randomised-QMC replicates. Over the support [g_lo, g_hi] (_support), cut at g_top:
-    SUPPORT_PANELS Gauss-Legendre panels uniform in probit g plus the caller's ``breaks`` (probits), 8 nodes each;
-    above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic parts
-    (det_error, clip) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo)
-    there) and (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|); inf where fewer than ESS_MIN effective rows
-    carry the functional (a rare event the rows do not reach: no digit claimed)."""
+    SUPPORT_PANELS Gauss-Legendre panels uniform in probit g plus the caller's ``breaks`` (probits), FUNCTIONAL_NODES
+    nodes each; above min(g_hi, g_top) F is taken as 1, i.e. the term psi(g_end). Bound: the law's deterministic
+    parts (Deterministic) integrated against |psi'|, F_hat(g_lo) x below(g_lo) (= int_0^g_lo |psi'|, F <= F(g_lo)
+    there), (1 - F_hat(g_end)) x above(g_end) (= int_g_end^1 |psi'|) and the rule's own error, stated as its
+    difference from the 8-node rule on the same panels (the lower rule's error bounds the higher's: Gauss rules
+    converge geometrically on the smooth F); inf where fewer than ESS_MIN effective rows carry the functional (a
+    rare event the rows do not reach: no digit claimed)."""
     g_lo, g_hi = _support(tab)
     g_end = min(g_hi, g_top)
     if not g_lo < g_end:
@@ -947,17 +1006,25 @@ def law_functional(tab: _Table, psi, dpsi, below, above, g_top: float = 1.0, bre
     p_lo, p_end = _probit(g_lo), _probit(g_end)
     edges = np.unique(np.concatenate([np.linspace(p_lo, p_end, SUPPORT_PANELS + 1),
                                       [b for b in breaks if p_lo < b < p_end]]))
-    p, w = composite_gauss_legendre(edges, 8) if edges.size > 1 else (np.zeros(0), np.zeros(0))
-    g = special.ndtr(p)
-    wg = w * np.exp(-p * p / 2) / _SQ2PI                       # dg = phi(p) dp
+    rules = [composite_gauss_legendre(edges, n) if edges.size > 1 else (np.zeros(0), np.zeros(0))
+             for n in (FUNCTIONAL_NODES, 8)]
+    g = special.ndtr(np.concatenate([p for p, _ in rules]))
+    wg = np.concatenate([w * np.exp(-p * p / 2) / _SQ2PI for p, w in rules])      # dg = phi(p) dp
+    n = rules[0][0].size
     d = dpsi(g)
-    F, _, clip, ess = tab.replicates(np.concatenate([g, [g_lo, g_end]]), node_weights=np.concatenate([d * wg, [0, 0]]))
-    reps = psi(g_end) - F[:, :-2] @ (d * wg)
-    row_det = deterministic_bound(tab, np.concatenate([g, [g_lo, g_end]]), F, clip)
+    dw = np.where(np.arange(g.size) < n, d * wg, 0.0)
+    F, _, ess, parts = tab.bounded(np.concatenate([g, [g_lo, g_end]]), node_weights=np.concatenate([dw, [0, 0]]))
+    reps = psi(g_end) - F[:, :n] @ dw[:n]
+    check = psi(g_end) - F[:, n:-2] @ (d * wg)[n:]
+    row_det = parts.total()
     Fm = F.mean(0)
-    det = (np.abs(d) * wg) @ row_det[:-2]
+    det = (np.abs(d) * wg)[:n] @ row_det[:n] + abs(float(reps.mean() - check.mean()))
     det += (Fm[-2] + row_det[-2]) * below(g_lo) + (max(1 - Fm[-1], 0.0) + row_det[-1]) * above(g_end)
     return reps, float(det) if ess >= ESS_MIN else math.inf
+
+
+FUNCTIONAL_NODES = 12   # Gauss-Legendre nodes per panel of law_functional (its error stated against 8 nodes: 16
+#                         panels of 8 left 1.2e-8 relative in Var G_c at C = 4, gamma = 0.01, 32 panels 1.5e-12)
 
 
 def _t_breaks(D: int, t_max: float) -> np.ndarray:
@@ -1594,7 +1661,7 @@ _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z
 MC_ERROR = ("randomised QMC over the other C-1 means, 16 scrambles: at gamma up to 2 ... 10 (_centred) the others' "
             "common mode in closed form and the centred others in polar form, the radius by its chi law's Gauss rule "
             "and the direction by a rotated product rule (C = 4, 5) or by importance-sampled Sobol directions with "
-            "cross-fitted control variates (the symmetric power sums of degree <= 12, exact means); above, plain "
+            "cross-fitted control variates (the symmetric power sums of degree <= 14, exact means); above, plain "
             "Sobol nets (2^12 ... 2^7 points, importance-sampled largest mean); for C >= 10 the product over the "
             "others by binned 5th-order Taylor expansions with a computed remainder): |error| <= law_bound = 5.24 x "
             "(SE between the scrambles) + det_error (2.5e-8 + 1.5e-8 z/s of the nearer tail) + clip + remainder + "
