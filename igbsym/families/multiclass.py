@@ -935,6 +935,7 @@ def _by_pair(fn, g, gamma, C, side: int | None = None):
 
 def cdf_numpy(g, gamma, C):
     shape, gg, gm, cc, out = _by_pair(_monotone_cdf, g, gamma, C, side=0)
+    out = np.clip(out, 0.0, 1.0)         # three.law at C = 3 can round to 1 + 2^-52 (gamma = 0.125, g = 0.99)
     s = np.sqrt(np.where(np.isfinite(gm) & (gm > 0), gm, 1.0))
     out = np.where(cc == 2, special.ndtr(_probit(gg) / s), out)
     out = np.where(gm == 0, np.where(gg < 1 / cc, 0.0, 1.0), np.where(np.isinf(gm), 1 - 1 / cc, out))
