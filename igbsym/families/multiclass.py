@@ -640,8 +640,9 @@ class _Table:
 
         def per_row(x, F, f, clip):
             return (F if ratio is None else F * ratio[:, None],)
-        up = self.scramble_sums(hi, per_row)[0][0].mean(0)
-        down = np.where(lo > 0, self.scramble_sums(np.maximum(lo, 1e-300), per_row)[0][0].mean(0), 0.0)
+        up, down, inside = self.scramble_sums(hi, per_row)[0][0].mean(0), np.zeros(lo.shape), lo > 0
+        if inside.any():          # the lower end's pass only where it lies above 0
+            down[inside] = self.scramble_sums(lo[inside], per_row)[0][0].mean(0)
         return np.abs(up - down)
 
     def _cross_fit(self, features: np.ndarray) -> tuple:
