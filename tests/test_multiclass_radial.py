@@ -68,9 +68,9 @@ def test_power_feature_means_are_exact_on_small_spheres():
 
 @pytest.mark.parametrize("n", [7, 9, 99])
 def test_power_feature_means_agree_with_monte_carlo(n):
-    """The exact means against 4e5 sampled directions (centred standard normals, normalised): within 5 standard
+    """The exact means against 1e5 sampled directions (centred standard normals, normalised): within 5 standard
     errors (a 6e-7 false-failure rate per feature; the seed is fixed)."""
-    x = np.random.default_rng(n).standard_normal((400_000, n))
+    x = np.random.default_rng(n).standard_normal((100_000, n))
     z = x - x.mean(1, keepdims=True)
     f = spherical.power_features(z / np.linalg.norm(z, axis=1, keepdims=True))
     se = f.std(0, ddof=1) / math.sqrt(len(f))
@@ -99,7 +99,7 @@ def _spread(gamma, C):
     c = 1 / C
     psi = lambda g: (g - c) ** 2                                          # noqa: E731
     return fam.law_functional(fam._table(gamma, C), psi, lambda g: 2 * (g - c),
-                              lambda g: psi(0.0) - psi(min(g, c)), lambda g: psi(1.0) - psi(max(g, c)))
+                              lambda g: psi(0.0) - psi(min(g, c)), lambda g: psi(1.0) - psi(max(g, c)))[:2]
 
 
 @pytest.mark.parametrize("C,gamma,target", [(4, 0.01, 1e-6), (4, 1.0, 1e-6), (4, 10.0, 1e-5), (5, 0.1, 1e-6),

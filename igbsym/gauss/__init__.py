@@ -14,13 +14,15 @@ activation moments q <= 1e300) and <= 1e-11 per layer for the pair moments (q <=
 precision.
 """
 from .bivariate import KERNEL_ERROR, QUAD_ERROR, Q_LINEAR, TAYLOR_S, bvn_cdf, pair_kernel_np, pair_mp, pair_np
-from .rules import (X_KINK, Z_MAX, composite_gauss_legendre, gauss_legendre, kink_nodes, mp_hermite, normal_nodes)
+from .rules import (X_KINK, Z_MAX, composite_gauss_kronrod, composite_gauss_legendre, gauss_legendre, kink_nodes,
+                    mp_hermite, normal_nodes)
 from .univariate import (EXPECT_ERROR, Q_MAX, Q_MAX_1D, SMALL_SD, check_q, derivative_moment_mp,
                          derivative_moment_np, expect, moments_mp, moments_np, mp_expect, mp_split_expect,
                          split_expect, split_var)
 
 __all__ = ["KERNEL_ERROR", "bvn_cdf", "pair_kernel_np",
-           "QUAD_ERROR", "Q_LINEAR", "TAYLOR_S", "pair_mp", "pair_np", "X_KINK", "Z_MAX", "composite_gauss_legendre",
+           "QUAD_ERROR", "Q_LINEAR", "TAYLOR_S", "pair_mp", "pair_np", "X_KINK", "Z_MAX", "composite_gauss_kronrod",
+           "composite_gauss_legendre",
            "gauss_legendre", "kink_nodes", "mp_hermite", "normal_nodes", "EXPECT_ERROR", "Q_MAX", "Q_MAX_1D",
            "SMALL_SD", "check_q", "derivative_moment_mp", "derivative_moment_np", "expect", "moments_mp",
            "moments_np", "mp_expect", "mp_split_expect", "split_expect", "split_var"]
