@@ -75,10 +75,11 @@ def test_binned_log_products_within_eta_of_the_exact_product(C):
 
 
 @pytest.mark.parametrize("C", [10, 100, 1000])
-def test_law_tables_binned_vs_exact_products_within_taylor_error(C, monkeypatch):
+def test_law_tables_binned_vs_exact_products_within_their_g_hat_bound(C, monkeypatch):
     """Same base points, the two product routes: G_hat/G within e^(+-eta) where the exact route computes G (it sets
-    H < 1e-18 to 0, so its G below 1e-15 is not the reference), and the cdf within taylor_error. The comparison is per
-    row, so the tables are built on 16 x 2^5 points (points_log2 patched; the base points' cache cleared around it)."""
+    H < 1e-18 to 0, so its G below 1e-15 is not the reference), and the cdf within Deterministic.g_hat (what G_hat's
+    error moves it by). The comparison is per row, so the tables are built on 16 x 2^5 points (points_log2 patched;
+    the base points' cache cleared around it)."""
     g = np.array([1e-6, 1e-3, 0.01, 0.05, 1 / C, 0.2, 0.5, 0.9, 0.999])
     monkeypatch.setattr(fam, "points_log2", lambda C: 5)
     fam._others.cache_clear()

@@ -49,8 +49,9 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   nearer tail), plus the rows whose root falls below their u grid (computed), plus what G_hat's error (eta and the
   trapezoid's) can move the cdf by (``Deterministic.g_hat``, computed), plus the radial rule's error; relative:
   b/(F_hat - b), inf where no digit is resolved (the far lower tail). Measured (``_centred``) at g in [1/(2C), 2/C]:
-  <= 1e-6 relative for gamma in [0.01, 0.3] at every C in [4, 10^4], and up to gamma = 10 at C = 4; 1e-6 ... 3e-5 at
-  gamma = 1 ... 3, and the plain tables' 1e-6 ... 1e-5 above. ``p_empty``, ``n_empty`` and ``entropy`` (any D) are
+  <= 1e-7 relative for gamma in [0.01, 0.3] at every C in [4, 10^4] and up to gamma = 10 at C = 4; 3e-7 ... 1e-6 at
+  gamma = 1e-3; at gamma = 1 <= 5e-8 up to C = 10, 4e-7 ... 1e-5 above; 1e-6 ... 8e-5 at gamma = 3; the plain
+  tables' 1e-7 ... 1e-5 at gamma = 10 and <= 3e-6 beyond. ``p_empty``, ``n_empty`` and ``entropy`` (any D) are
   functionals of that law, E psi(G_c) = psi(1) - int psi'(g) F(g) dg (``law_functional``), with per-scramble
   replicates, so their relative bounds are stated the same way (``p_empty_relative_bound``, ``entropy_se``).
   ``p_empty`` on a centred table radially tilts the centred others (``radial_tilt``: the rare empty class is carried
