@@ -116,9 +116,9 @@ def test_law_spread_within_its_bound_of_the_exact_variance(C, gamma, target):
     multiclass.var (E[Phi_2^(C-1)] by the deterministic 2-d quadrature, relative 1e-12: independent of the law
     tables): within the functional's stated bound at 99.99 % (the spread is a small difference at small gamma, so
     this checks the law's shape, not only its level), and that bound is at most ``target`` relative to Var
-    (measured: 1e-8 ... 2e-8 at small gamma on the centred tables of C = 4, 10, 100, 5e-7 ... 5e-6 at gamma = 1 (C = 6 ... 10),
-    3e-6 at (1000, 0.3), 3e-6 at (4, 10), 4e-5 at (5, 3) and 1.5e-4 at (10, 3), where the tails of the law carry the
-    radial rule's error)."""
+    (measured: 1e-8 ... 2e-8 at small gamma on the centred tables of C = 4, 10, 100, 5e-7 ... 5e-6 at gamma = 1
+    (C = 6 ... 10), 3e-6 at (1000, 0.3), 3e-6 at (4, 10), 4e-5 at (5, 3) and 1.5e-4 at (10, 3), where the tails of
+    the law carry the radial rule's error)."""
     reps, det = _spread(gamma, C)
     value, bound = fam.qmc_estimate(reps, det)
     exact = float(fam.var_numpy(gamma, C))

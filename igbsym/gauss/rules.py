@@ -1,8 +1,10 @@
 """Quadrature rules for Gaussian expectations: the nodes every route of ``igbsym.gauss`` is built on.
 
-NumPy: composite Gauss–Legendre (``composite_gauss_legendre``, ``gauss_legendre``) and its N(0, 1)-weighted form on
-z ∈ [−Z_MAX, Z_MAX] (``normal_nodes``; the tail mass beyond Z_MAX = 13 is < 1e-38), panels sized to an activation's
-x-scale where it bends (``kink_nodes``), Gauss–Hermite where a level's error bound allows it (``level_nodes``).
+NumPy: composite Gauss–Legendre (``composite_gauss_legendre``, ``gauss_legendre``), the 7-15 Gauss-Kronrod pair
+(``composite_gauss_kronrod``: a value and, as its difference from the Gauss rule, an error estimate) and the
+Gauss-Legendre rule's N(0, 1)-weighted form on z ∈ [−Z_MAX, Z_MAX] (``normal_nodes``; the tail mass beyond Z_MAX = 13
+is < 1e-38), panels sized to an activation's x-scale where it bends (``kink_nodes``), Gauss–Hermite where a level's
+error bound allows it (``level_nodes``).
 mpmath: fixed rules accurate to 10^-(dps+8) by their a-priori error bounds for integrands analytic in a strip
 (``mp_rules``, ``mp_level``, ``mp_nested``; Gauss–Hermite below GH_SCALE, else the trapezoid rule), and
 ``mp_gauss`` (mpmath.quad with breakpoints) where q is beyond the fixed rules' range.
