@@ -23,6 +23,7 @@ POWER_FEATURES = ((4,), (6,), (3, 3), (8,), (3, 5), (4, 4), (10,), (3, 7), (4, 6
                   (12,), (3, 9), (4, 8), (5, 7), (6, 6), (3, 3, 6), (3, 4, 5), (4, 4, 4), (3, 3, 3, 3),
                   (14,), (3, 11), (4, 10), (5, 9), (6, 8), (7, 7), (3, 3, 8), (3, 4, 7), (3, 5, 6), (4, 4, 6),
                   (4, 5, 5), (3, 3, 4, 4), (3, 3, 3, 5))
+_POWERS = frozenset(k for f in POWER_FEATURES for k in f)      # the power sums the features use
 
 
 @lru_cache(maxsize=16)
@@ -63,8 +64,13 @@ def helmert(n: int) -> np.ndarray:
 
 
 def power_features(theta: np.ndarray) -> np.ndarray:
-    """[..., len(POWER_FEATURES)]: the products of power sums prod_i p_(k_i)(theta) of directions theta [..., n]."""
-    p = {k: (theta ** k).sum(-1) for k in {k for f in POWER_FEATURES for k in f}}
+    """[..., len(POWER_FEATURES)]: the products of power sums prod_i p_(k_i)(theta) of directions theta [..., n]; the
+    powers by repeated products (theta ** k calls pow per element: 40x slower at C = 100, 0.4 s of a 1.3 s table)."""
+    p, power = {}, theta
+    for k in range(2, max(_POWERS) + 1):
+        power = power * theta
+        if k in _POWERS:
+            p[k] = power.sum(-1)
     return np.stack([math.prod(p[k] for k in f) for f in POWER_FEATURES], -1)
 
 
