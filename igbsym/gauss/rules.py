@@ -35,10 +35,15 @@ def gauss_legendre(n: int):
 def composite_gauss_legendre(edges, points: int = POINTS):
     """(x, w): the ``points``-point Gauss–Legendre rule on every panel [edges[i], edges[i+1]], flattened;
     ∫ f over [edges[0], edges[-1]] ≈ f(x) @ w."""
+    return _on_panels(edges, *gauss_legendre(points))
+
+
+def _on_panels(edges, x, *weights):
+    """A rule (nodes x on [-1, 1], one or more weight vectors) mapped onto every panel [edges[i], edges[i+1]] and
+    flattened: (nodes, *weights)."""
     edges = np.asarray(edges, dtype=float)
-    gx, gw = gauss_legendre(points)
     mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
-    return (mid[:, None] + half[:, None] * gx).ravel(), (half[:, None] * gw).ravel()
+    return ((mid[:, None] + half[:, None] * x).ravel(),) + tuple((half[:, None] * w).ravel() for w in weights)
 
 
 # Gauss-Kronrod 7-15 on [-1, 1], the nonnegative half (QUADPACK qk15; Piessens et al. 1983): Kronrod nodes, their
@@ -67,10 +72,7 @@ def gauss_kronrod_15():
 def composite_gauss_kronrod(edges):
     """(x, wk, wg): the 7-15 Gauss-Kronrod pair (gauss_kronrod_15) on every panel [edges[i], edges[i+1]], flattened:
     f(x) @ wk is the 15-point composite rule, f(x) @ wg the 7-point Gauss rule on the same values."""
-    edges = np.asarray(edges, dtype=float)
-    gx, wk, wg = gauss_kronrod_15()
-    mid, half = (edges[1:] + edges[:-1]) / 2, (edges[1:] - edges[:-1]) / 2
-    return (mid[:, None] + half[:, None] * gx).ravel(), (half[:, None] * wk).ravel(), (half[:, None] * wg).ravel()
+    return _on_panels(edges, *gauss_kronrod_15())
 
 
 def normal_nodes(h: float, points: int = POINTS):
