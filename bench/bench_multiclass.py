@@ -125,8 +125,8 @@ def main():
             row += [float(np.max(fam._relative(F.mean(0), b))), t]
         print(f"  | {gm} | {cc} | {row[0]:.1e} | {row[1]:.2f} | {row[2]:.1e} | {row[3]:.2f} | "
               f"{row[0] / row[2]:.0f}x tighter | {row[3] / row[1]:.1f}x |")
-    print("finite D (issue 27): entropy as a functional of the law (no sampling), max_fraction sampled to relative "
-          "SE 1e-4 (or n C = 2e6)")
+    print("finite D (issue 27): entropy as a functional of the law (no sampling), max_fraction sampled over QMC nets "
+          "of the means to relative SE 1e-4 (or 2^m C = 2^17 per scramble)")
     for name, kw in (("entropy", dict(gamma=0.467, C=3, D=400)), ("entropy", dict(gamma=1.0, C=2, D=100)),
                      ("max_fraction", dict(gamma=0.467, C=10, D=400)),
                      ("max_fraction", dict(gamma=0.467, C=100, D=300))):
