@@ -10,7 +10,8 @@ one ``form.numpy`` call per form over all points (input validation included), ta
   bound, and those tables against the plain QMC tables (the old route there) as ratios of bound and time;
   p_empty (radially tilted at small gamma) and entropy (any D) as functionals of that law; with --compare, the
   binned products against the exact product on a
-  sub-grid;
+  sub-grid; finite-D max_fraction (QMC nets of the means) against the replaced i.i.d.-vector route run for the same
+  time, as a ratio of variances;
 - issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
   per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
@@ -57,6 +58,19 @@ def clear():
     fam._others.cache_clear()
     fam.power_feature_means.cache_clear()
     fam._taylor_table.cache_clear()
+
+
+def iid_max_fraction_se(gamma, C, D, seconds):
+    """SE of the replaced finite-D max_fraction route run for ``seconds``: the mean of (max_c K_c - K_top)/D over
+    batches of i.i.d. exact fraction vectors (vector_samples), 16 multinomial draws each."""
+    parts, t0, seed = [], time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds or seed < 2:
+        v = fam.vector_samples(gamma, C, seed=1000 + seed)
+        top = v.argmax(1)
+        parts.append(fam.count_means(v, D, lambda k: k.max(1) - k[np.arange(v.shape[0]), top], 1000 + seed))
+        seed += 1
+    d = np.concatenate(parts)
+    return float(d.std(ddof=1)) / np.sqrt(d.size)
 
 
 def cdf_grid(G, C, exact: bool):
@@ -129,12 +143,18 @@ def main():
           "of the means to relative SE 1e-4 (or 2^m C = 2^17 per scramble)")
     for name, kw in (("entropy", dict(gamma=0.467, C=3, D=400)), ("entropy", dict(gamma=1.0, C=2, D=100)),
                      ("max_fraction", dict(gamma=0.467, C=10, D=400)),
-                     ("max_fraction", dict(gamma=0.467, C=100, D=300))):
+                     ("max_fraction", dict(gamma=0.467, C=100, D=300)),
+                     ("max_fraction", dict(gamma=0.1, C=1000, D=10_000))):
         clear()
         fam.max_fraction_sampled.cache_clear()
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
         se = (fam.entropy_se if name == "entropy" else fam.max_fraction_se)(kw["gamma"], kw["C"], kw["D"])[1]
-        print(f"  | {name} {kw} | {float(v):.10g} | relative SE {se / float(v):.1e} | {t:.2f} s |")
+        ratio = ""
+        if name == "max_fraction":   # the old route: i.i.d. vectors, 16 draws each, for the same time
+            old_se = iid_max_fraction_se(kw["gamma"], kw["C"], kw["D"], t)
+            ratio = (f" | i.i.d. vectors for the same time: relative SE {old_se / float(v):.1e} "
+                     f"(variance {(old_se / se) ** 2:.1f}x)")
+        print(f"  | {name} {kw} | {float(v):.10g} | relative SE {se / float(v):.1e} | {t:.2f} s{ratio} |")
     t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))
     print(f"C = 3 deep lower tail: cdf at 12 g in [1e-300, 1e-3], gamma = 1: {t:.1f} s (tail-exact G_1); "
           f"cdf(1e-300) = {float(v[0]):.6e}")
