@@ -1525,8 +1525,8 @@ def _max_cdf_upper(g: np.ndarray, gamma: float, C: int) -> tuple:
     """max_cdf_replicates at g >= 1/2: the fractions sum to 1, so at most one class has G_c > g, the events
     {G_c > g} are disjoint and P(max_c G_c <= g) = 1 - C (1 - P(G_1 <= g)) exactly: the law of one fraction with its
     control variates and its whole deterministic bound (_Table.bounded), times C. Measured against the plain route
-    at gamma <= 1: 5e-9 ... 3e-7 relative against 1e-4 ... 2e-6 (C = 4, 10, 100). ess: the effective rows of 1 - F
-    (those of F count every row near g = 1, where few carry its complement)."""
+    at gamma = 1, C = 4, 10, 100, g in [0.5, 0.95]: relative bounds 4e-11 ... 6e-6 against 1.6e-6 ... 1.4e-4. ess:
+    the effective rows of 1 - F (those of F count every row near g = 1, where few carry its complement)."""
     tab = _table(gamma, C)
     F, _, _, det = tab.bounded(g)
     _, ess = tab.scramble_sums(g, lambda x, Fr, fr, clip: (1 - Fr,))
