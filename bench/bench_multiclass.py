@@ -11,7 +11,7 @@ one ``form.numpy`` call per form over all points (input validation included), ta
   p_empty (radially tilted at small gamma) and entropy (any D) as functionals of that law; with --compare, the
   binned products against the exact product on a
   sub-grid; finite-D max_fraction (QMC nets of the means) against the replaced i.i.d.-vector route run for the same
-  time, as a ratio of variances;
+  time, as a ratio of variances; finite-D max_fraction_cdf likewise against the replaced empirical cdf;
 - issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
   per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
@@ -60,17 +60,21 @@ def clear():
     fam._taylor_table.cache_clear()
 
 
-def iid_max_fraction_se(gamma, C, D, seconds):
-    """SE of the replaced finite-D max_fraction route run for ``seconds``: the mean of (max_c K_c - K_top)/D over
-    batches of i.i.d. exact fraction vectors (vector_samples), 16 multinomial draws each."""
+def iid_se(gamma, C, D, seconds, stat, repeats):
+    """SE of a replaced finite-D route run for ``seconds``: the mean of stat(v)(K/D) over batches of i.i.d. exact
+    fraction vectors v (vector_samples), ``repeats`` multinomial draws each."""
     parts, t0, seed = [], time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds or seed < 2:
         v = fam.vector_samples(gamma, C, seed=1000 + seed)
-        top = v.argmax(1)
-        parts.append(fam.count_means(v, D, lambda k: k.max(1) - k[np.arange(v.shape[0]), top], 1000 + seed))
+        parts.append(fam.count_means(v, D, stat(v), 1000 + seed, repeats))
         seed += 1
     d = np.concatenate(parts)
-    return float(d.std(ddof=1)) / np.sqrt(d.size)
+    return d.std(0, ddof=1) / np.sqrt(d.shape[0])
+
+
+def overtaken(v):     # max_fraction's old route: (max_c K_c - K_top)/D, top the largest G
+    top = v.argmax(1)
+    return lambda f: f.max(1) - f[np.arange(v.shape[0]), top]
 
 
 def cdf_grid(G, C, exact: bool):
@@ -151,10 +155,24 @@ def main():
         se = (fam.entropy_se if name == "entropy" else fam.max_fraction_se)(kw["gamma"], kw["C"], kw["D"])[1]
         ratio = ""
         if name == "max_fraction":   # the old route: i.i.d. vectors, 16 draws each, for the same time
-            old_se = iid_max_fraction_se(kw["gamma"], kw["C"], kw["D"], t)
+            old_se = iid_se(kw["gamma"], kw["C"], kw["D"], t, overtaken, fam.COUNT_REPEATS)
             ratio = (f" | i.i.d. vectors for the same time: relative SE {old_se / float(v):.1e} "
                      f"(variance {(old_se / se) ** 2:.1f}x)")
         print(f"  | {name} {kw} | {float(v):.10g} | relative SE {se / float(v):.1e} | {t:.2f} s{ratio} |")
+    print("finite-D max_fraction_cdf (issue 27): QMC nets of the means, the leading pair's split exact, at the "
+          "5 / 50 / 95 % quantiles of max_c G_c, against the replaced empirical cdf (i.i.d. vectors, one count draw "
+          "each) run for the same time")
+    for gm, cc, dd in ((0.467, 3, 400), (0.467, 10, 400), (0.467, 100, 300)):
+        g = np.quantile(fam.max_fraction_samples(gm, cc), [0.05, 0.5, 0.95])
+        clear()
+        fam.max_cdf_sampled.cache_clear()
+        t, v = timed(lambda: igbsym.get("multiclass.max_fraction_cdf").numpy(g=g, gamma=gm, C=cc, D=dd))
+        se = fam.max_fraction_cdf_se(g, gm, cc, dd)
+        ks = fam.count_level(g, dd)
+        old = iid_se(gm, cc, dd, t, lambda v: lambda f: (f.max(1)[:, None] * dd <= ks + 0.5).astype(float), 1)
+        print(f"  | (gamma, C, D) = ({gm}, {cc}, {dd}) | {t:.2f} s | " + " | ".join(
+            f"F = {x:.4g}: relative SE {e / x:.1e}, empirical cdf {o / x:.1e} (variance {(o / e) ** 2:.0f}x)"
+            for x, e, o in zip(v, se, old)) + " |")
     t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))
     print(f"C = 3 deep lower tail: cdf at 12 g in [1e-300, 1e-3], gamma = 1: {t:.1f} s (tail-exact G_1); "
           f"cdf(1e-300) = {float(v[0]):.6e}")
