@@ -1573,27 +1573,31 @@ def max_cdf_sampled(gamma: float, C: int, D: int, ks: tuple) -> tuple:
     return value, se
 
 
+def sampled_at_levels(g: np.ndarray, gamma: float, C: int, D: int) -> tuple:
+    """(values, SEs) of max_cdf_sampled at the count levels of g (each distinct level computed once), shaped as g."""
+    levels, inverse = np.unique(count_level(g, D), return_inverse=True)
+    value, se = max_cdf_sampled(float(gamma), int(C), int(D), tuple(int(x) for x in levels))
+    return value[inverse], se[inverse]
+
+
 def max_fraction_cdf_se(g, gamma: float, C: int, D: int) -> np.ndarray:
     """The stated standard error of multiclass.max_fraction_cdf at finite D (relative to the value it goes with):
     C >= 3 the scramble SE of max_cdf_sampled (inf where no digit is resolved); 0 where the route is exact (C = 2,
     gamma = inf, C k < D, k >= D)."""
-    k = count_level(np.atleast_1d(np.asarray(g, float)), int(D))
+    g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 2 or math.isinf(gamma):
-        return np.zeros(k.shape)
-    levels, inverse = np.unique(k, return_inverse=True)
-    return max_cdf_sampled(float(gamma), int(C), int(D), tuple(int(x) for x in levels))[1][inverse]
+        return np.zeros(g.shape)
+    return sampled_at_levels(g, gamma, C, D)[1]
 
 
 def _max_cdf_finite(g: np.ndarray, gamma: float, C: int, D: int) -> np.ndarray:
     """P(max_c K_c/D <= g) at finite D for the g of one (gamma, C, D): gamma = inf 1{g >= 1} (one class takes every
     point), C = 2 max_cdf_binary, else max_cdf_sampled at the distinct count levels."""
-    k = count_level(g, D)
     if math.isinf(gamma):
-        return (k >= D).astype(float)
+        return (count_level(g, D) >= D).astype(float)
     if C == 2:
-        return max_cdf_binary(k, gamma, D)
-    levels, inverse = np.unique(k, return_inverse=True)
-    return max_cdf_sampled(gamma, C, D, tuple(int(x) for x in levels))[0][inverse]
+        return max_cdf_binary(count_level(g, D), gamma, D)
+    return sampled_at_levels(g, gamma, C, D)[0]
 
 
 def max_fraction_cdf_numpy(g, gamma, C, D):
