@@ -831,8 +831,26 @@ def test_max_fraction_cdf_at_finite_d_agrees_with_plain_monte_carlo(gamma, C, D)
     assert np.all(se <= ref_se), (se, ref_se)          # the nets beat 640 000 plain draws
 
 
-def test_max_fraction_cdf_at_finite_d_claims_no_digit_where_no_draw_sees_the_event():
-    """(gamma, C, D) = (0.01, 100, 100), k = 1: every class must get exactly one point, P ~ 100!/100^100 ~ 1e-42,
-    which no draw sees: the value reads 0 and its SE is inf (no digit claimed), not 0 (a silent wrong value)."""
+def test_max_fraction_cdf_at_finite_d_resolves_the_rare_event_where_the_count_noise_is_exact():
+    """(gamma, C, D) = (0.01, 100, 100) (count_noise_exact), k = 1: every class gets exactly one point, P = E[100!
+    prod_c G_c] ~ 1e-43, which no count draw sees. The exact conditional law gives it with a relative SE; against
+    plain Monte Carlo of 100! prod_c G_c (the closed form given G, an independent route) over 4000 i.i.d. vectors,
+    within 5 combined SE. Before, this read 0 with SE inf."""
+    assert fam.count_noise_exact(0.01, 100, 100)
     value = float(get("multiclass.max_fraction_cdf").numpy(g=0.01, gamma=0.01, C=100, D=100))
-    assert value == 0.0 and np.isinf(fam.max_fraction_cdf_se(0.01, 0.01, 100, 100)[0])
+    se = float(fam.max_fraction_cdf_se(0.01, 0.01, 100, 100)[0])
+    v = fam.vector_samples(0.01, 100, 4000, seed=5)
+    log_terms = math.lgamma(101) + np.log(v / v.sum(1, keepdims=True)).sum(1)
+    scale = log_terms.max()
+    d = np.exp(log_terms - scale)
+    ref, ref_se = math.exp(scale) * d.mean(), math.exp(scale) * d.std(ddof=1) / math.sqrt(d.size)
+    assert 0 < se < 0.01 * value and abs(value - ref) <= 5 * math.hypot(se, ref_se), (value, se, ref, ref_se)
+
+
+def test_max_fraction_cdf_at_finite_d_claims_no_digit_where_no_draw_sees_the_event():
+    """(gamma, C, D) = (0.1, 100, 100) (counts drawn: gamma D > 1), k = 1: every class must get exactly one point,
+    P ~ 100!/100^100 ~ 1e-42, which no draw sees: the value reads 0 and its SE is inf (no digit claimed), not 0 (a
+    silent wrong value)."""
+    assert not fam.count_noise_exact(0.1, 100, 100)
+    value = float(get("multiclass.max_fraction_cdf").numpy(g=0.01, gamma=0.1, C=100, D=100))
+    assert value == 0.0 and np.isinf(fam.max_fraction_cdf_se(0.01, 0.1, 100, 100)[0])

@@ -1,0 +1,125 @@
+"""The law of the largest class count given the class probabilities (IGB paper App. H at finite D).
+
+Given the weights the counts on D data points are K ~ multinomial(D, p). Then
+
+    P(max_c K_c <= k | p) = D! [x^D] prod_c e_k(p_c x),   e_k(y) = sum_(j <= k) y^j / j!
+
+(Poissonisation: K is C independent Poisson(lam p_c) counts given their sum D, for any lam > 0). Scaling x by lam,
+
+    P(max_c K_c <= k | p) = D! lam^-D prod_c e_k(lam p_c) P(T_1 + ... + T_C = D),
+
+T_c independent, Poisson(lam p_c) truncated to [0, k]. At the saddle point lam, where the truncated means sum to D,
+the sum's law is centred on D with the variance sigma^2 = sum_c Var T_c, so P(sum T = D) ~ 1/sigma carries no
+cancellation, however small the value (an exponential tilt). It is the inverse DFT, at D, of the product of the T_c's
+characteristic functions on L points (each an FFT of a truncated pmf, computed in log space): exact up to the
+aliased P(sum T = D +- L, ...), below e^-72 of the value for L >= 12 sigma + 16 (Gaussian tails), and none for
+L > max(D, C k - D) (the sum lies in [0, C k]). Where the union bound sum_c P(K_c > k) (binomial tails) is below
+COUNT_ERROR / 1000 the value is 1 to within it, and no saddle point is sought. Relative error <= COUNT_ERROR
+(measured <= 3.3e-13 against a 40-digit sequential-binomial recursion, down to values of 1e-295); no sampling: the
+count noise of the finite-D forms integrates in closed form.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+COUNT_ERROR = 1e-12      # stated relative error of max_count_cdf (tests/test_multiclass_counts.py)
+SADDLE_STEPS = 60        # safeguarded Newton steps for the saddle point
+CELLS = 2 ** 22          # floats [rows, C, max(k + 1, L)] per pass (memory)
+
+
+def truncated_poisson(y: np.ndarray, k: int) -> tuple:
+    """(pmf [..., k + 1], log e_k(y)) of Poisson(y) given <= k, elementwise, from the log terms j log y - log j!
+    scaled by their largest (no overflow at large y, no 0/0 where the untruncated cdf underflows); y = 0: the point
+    mass at 0."""
+    j = np.arange(k + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt = j * np.log(y[..., None]) - special.gammaln(j + 1)
+    lt[..., 0] = 0.0
+    top = lt.max(-1, keepdims=True)
+    t = np.exp(lt - top)
+    z = t.sum(-1, keepdims=True)
+    return t / z, (top + np.log(z))[..., 0]
+
+
+def saddle_point(p: np.ndarray, D: int, k: int) -> np.ndarray:
+    """log lam [n]: the radius at which the truncated Poisson(lam p_c) means (T_c <= k) sum to D, for rows p [n, C]
+    that can hold D (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope
+    sum_c Var T_c) kept inside a bisection bracket, to 1e-13 D."""
+    j = np.arange(k + 1)
+    lo, hi = np.full(p.shape[0], -745.0), np.full(p.shape[0], 745.0)
+    t = np.full(p.shape[0], math.log(D))
+    for _ in range(SADDLE_STEPS):
+        pmf, _ = truncated_poisson(np.exp(t)[:, None] * p, k)
+        m = pmf @ j
+        excess, slope = m.sum(1) - D, (pmf @ (j * j) - m * m).sum(1)
+        if np.all(np.abs(excess) <= 1e-13 * D):
+            break
+        lo, hi = np.where(excess < 0, t, lo), np.where(excess > 0, t, hi)
+        step = t - excess / np.maximum(slope, 1e-300)
+        t = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
+    return t
+
+
+def max_count_cdf(p: np.ndarray, D: int, k: int) -> np.ndarray:
+    """P(max_c K_c <= k) [n] for K ~ multinomial(D, p), rows p [n, C] (normalised here), relative error
+    <= COUNT_ERROR. Exactly 0 where the classes with p_c > 0 cannot hold D points at k each, 1 where k >= D; where
+    they hold exactly D the only outcome is every such K_c = k: D! prod p_c^k / (k!)^C+ (no saddle point: lam -> inf).
+    Cost ~ n C (k + L log L) per level (L the DFT length)."""
+    p = np.asarray(p, float)
+    p = p / p.sum(1, keepdims=True)
+    n, C = p.shape
+    if k >= D:
+        return np.ones(n)
+    out = np.zeros(n)
+    pos = p > 0
+    full = pos.sum(1) * k
+    tight = full == D
+    if tight.any():
+        lp = np.where(pos[tight], np.log(np.where(pos[tight], p[tight], 1.0)), 0.0)
+        out[tight] = np.exp(special.gammaln(D + 1) + k * lp.sum(1) - pos[tight].sum(1) * special.gammaln(k + 1))
+    live = full > D
+    sure = np.zeros(n, bool)
+    sure[live] = special.bdtrc(k, D, p[live]).sum(1) < COUNT_ERROR / 1000
+    out[sure] = 1.0
+    live = np.nonzero(live & ~sure)[0]
+    rows = max(1, CELLS // (C * max(k + 1, 256)))
+    for a in range(0, live.size, rows):
+        out[live[a:a + rows]] = _saddle_value(p[live[a:a + rows]], D, k)
+    return out
+
+
+def _saddle_value(p: np.ndarray, D: int, k: int) -> np.ndarray:
+    """max_count_cdf for rows that can hold D at k per class: D! lam^-D prod_c e_k(lam p_c) P(sum T = D)."""
+    C = p.shape[1]
+    log_lam = saddle_point(p, D, k)
+    pmf, log_e = truncated_poisson(np.exp(log_lam)[:, None] * p, k)
+    j = np.arange(k + 1)
+    m = pmf @ j
+    sigma = math.sqrt(float(((pmf @ (j * j) - m * m).sum(1)).max()))
+    L = int(min(2 ** math.ceil(math.log2(max(D, C * k - D) + 1)), 2 ** math.ceil(math.log2(12 * sigma + 16))))
+    if k + 1 > L:                                    # fold the pmf onto Z/L (the DFT only sees j mod L)
+        pad = -(k + 1) % L
+        pmf = np.concatenate([pmf, np.zeros(pmf.shape[:2] + (pad,))], 2).reshape(pmf.shape[:2] + (-1, L)).sum(2)
+    phi = np.fft.rfft(pmf, n=L, axis=2).prod(1)                           # the sum's characteristic function
+    at = np.fft.irfft(phi, n=L, axis=1)[:, D % L]
+    return np.exp(special.gammaln(D + 1) - D * log_lam + log_e.sum(1)) * at
+
+
+def max_count_mean(p: np.ndarray, D: int) -> np.ndarray:
+    """E[max_c K_c | p] [n] = sum_(k >= 0) P(max_c K_c > k): the levels below ceil(D/C) add 1 each (P(max <= k) = 0
+    there), then max_count_cdf level by level, each row until its P(max > k) < 1e-16 (the rest of the sum falls
+    faster than geometrically, and the value is >= 1)."""
+    p = np.asarray(p, float)
+    n, C = p.shape
+    k = -(-D // C)
+    total = np.full(n, float(k))
+    rows = np.arange(n)
+    while rows.size and k < D:
+        tail = 1 - max_count_cdf(p[rows], D, k)
+        total[rows] += tail
+        rows = rows[tail >= 1e-16]
+        k += 1
+    return total
