@@ -15,6 +15,7 @@ from igbsym.errors import InputError, NumericalError
 from igbsym.families import multiclass as fam
 from igbsym.functions import mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from igbsym.gauss import bvn_cdf
+from test_multiclass_counts import mp_max_count_cdf
 
 get = igbsym.get
 Z = 5.0
@@ -768,23 +769,6 @@ def test_max_fraction_cdf_two_classes_is_exact_at_the_largest_datasets(D):
     assert np.all(np.abs(value / ((2 * ks - D + 1) / (D + 1)) - 1) <= 1e-10), value
 
 
-def _multinomial_max_cdf(p, D, k):
-    """P(max_c K_c <= k), K ~ multinomial(D, p), exactly: the sequential binomial recursion over the classes."""
-    from scipy import stats
-    left = np.zeros(D + 1)
-    left[D] = 1.0                      # P(D points left to assign before the first class)
-    rest = 1.0
-    for c, pc in enumerate(p[:-1]):
-        q = min(pc / rest, 1.0)
-        new = np.zeros(D + 1)
-        for n in range(D + 1):
-            if left[n]:
-                j = np.arange(min(n, k) + 1)
-                new[n - j] += left[n] * stats.binom.pmf(j, n, q)
-        left, rest = new, rest - pc
-    return float(left[:k + 1].sum())
-
-
 def test_pair_smoothed_max_cdf_is_unbiased_given_the_fractions():
     """pair_smoothed_max_cdf (the leading pair's split integrated exactly given the other counts) against the exact
     multinomial probability (sequential binomial recursion), per fixed G over 4000 single draws: within 5 SE
@@ -795,7 +779,7 @@ def test_pair_smoothed_max_cdf_is_unbiased_given_the_fractions():
     for i, p in enumerate(G):
         draws = fam.pair_smoothed_max_cdf(np.repeat(p[None], 4000, 0), D, ks, seed=7 + i, repeats=1)
         mean, se = draws.mean(0), draws.std(0, ddof=1) / math.sqrt(draws.shape[0])
-        exact = np.array([_multinomial_max_cdf(p, D, int(k)) for k in ks])
+        exact = np.array([float(mp_max_count_cdf(p, D, int(k))) for k in ks])
         assert np.all(np.abs(mean - exact) <= 5 * se) and np.all(se > 0), (p, mean, exact, se)
 
 
@@ -806,7 +790,7 @@ def test_max_fraction_cdf_at_finite_d_is_the_multinomial_law_at_gamma_zero(C, D)
     ks = np.arange(math.ceil(D / C), D)
     value = get("multiclass.max_fraction_cdf").numpy(g=ks / D, gamma=0.0, C=C, D=D)
     se = fam.max_fraction_cdf_se(ks / D, 0.0, C, D)
-    exact = np.array([_multinomial_max_cdf(np.full(C, 1 / C), D, int(k)) for k in ks])
+    exact = np.array([float(mp_max_count_cdf(np.full(C, 1 / C), D, int(k))) for k in ks])
     assert np.all(np.abs(value - exact) <= 5 * se) and np.all(se / exact < 1e-3), (value, exact, se)
 
 

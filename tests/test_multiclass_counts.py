@@ -15,7 +15,7 @@ from igbsym.families import multiclass as fam
 from igbsym.multiclass_numerics.counts import COUNT_ERROR, max_count_cdf, max_count_mean
 
 
-def _mp_max_count_cdf(p, D: int, k: int):
+def mp_max_count_cdf(p, D: int, k: int):
     """P(max_c K_c <= k) for K ~ multinomial(D, p) by the sequential-binomial recursion over the points left, 40
     digits."""
     with mpmath.workdps(40):
@@ -33,7 +33,7 @@ def _mp_max_count_cdf(p, D: int, k: int):
 
 def _check(p, D, k):
     value = max_count_cdf(np.atleast_2d(p), D, k)[0]
-    ref = float(_mp_max_count_cdf(p, D, k))
+    ref = float(mp_max_count_cdf(p, D, k))
     assert ref > 0 and abs(value - ref) <= COUNT_ERROR * ref, (D, k, value, ref)
 
 
@@ -63,7 +63,7 @@ def test_max_count_cdf_is_one_where_the_union_bound_says_so_and_exact_at_the_end
     D = 30
     k = next(k for k in range(D) if special.bdtrc(k, D, p[0] / p[0].sum()).sum() < COUNT_ERROR / 1000)
     assert k < D - 1 and max_count_cdf(p, D, k)[0] == 1.0 and max_count_cdf(p, D, k - 1)[0] < 1.0
-    assert 1 - float(_mp_max_count_cdf(p[0], D, k)) < COUNT_ERROR
+    assert 1 - float(mp_max_count_cdf(p[0], D, k)) < COUNT_ERROR
     assert max_count_cdf(p, D, 5)[0] == 0.0 and max_count_cdf(p, D, 30)[0] == 1.0
 
 
@@ -73,5 +73,5 @@ def test_max_count_mean_is_the_sum_of_the_tails():
     D = 17
     got = max_count_mean(p, D)
     for i in range(2):
-        ref = sum(1 - float(_mp_max_count_cdf(p[i], D, k)) for k in range(D))
+        ref = sum(1 - float(mp_max_count_cdf(p[i], D, k)) for k in range(D))
         assert math.isclose(got[i], ref, rel_tol=1e-12), (got[i], ref)
