@@ -44,23 +44,23 @@ def truncated_poisson(y: np.ndarray, k: int) -> tuple:
     return t / z, (top + np.log(z))[..., 0]
 
 
-def saddle_point(p: np.ndarray, D: int, k: int) -> np.ndarray:
-    """log lam [n]: the radius at which the truncated Poisson(lam p_c) means (T_c <= k) sum to D, for rows p [n, C]
-    that can hold D (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope
-    sum_c Var T_c) kept inside a bisection bracket, to 1e-13 D."""
+def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
+    """(log lam [n], pmf [n, C, k + 1] and log e_k [n, C] of the truncated Poisson(lam p_c) there, sigma^2 [n] =
+    sum_c Var T_c): the radius at which the truncated means (T_c <= k) sum to D, for rows p [n, C] that can hold D
+    (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope sigma^2) kept
+    inside a bisection bracket, to 1e-13 D."""
     j = np.arange(k + 1)
     lo, hi = np.full(p.shape[0], -745.0), np.full(p.shape[0], 745.0)
     t = np.full(p.shape[0], math.log(D))
-    for _ in range(SADDLE_STEPS):
-        pmf, _ = truncated_poisson(np.exp(t)[:, None] * p, k)
+    for step_no in range(SADDLE_STEPS + 1):
+        pmf, log_e = truncated_poisson(np.exp(t)[:, None] * p, k)
         m = pmf @ j
         excess, slope = m.sum(1) - D, (pmf @ (j * j) - m * m).sum(1)
-        if np.all(np.abs(excess) <= 1e-13 * D):
-            break
+        if step_no == SADDLE_STEPS or np.all(np.abs(excess) <= 1e-13 * D):
+            return t, pmf, log_e, slope
         lo, hi = np.where(excess < 0, t, lo), np.where(excess > 0, t, hi)
         step = t - excess / np.maximum(slope, 1e-300)
         t = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
-    return t
 
 
 def max_count_cdf(p: np.ndarray, D: int, k: int) -> np.ndarray:
@@ -94,11 +94,8 @@ def max_count_cdf(p: np.ndarray, D: int, k: int) -> np.ndarray:
 def _saddle_value(p: np.ndarray, D: int, k: int) -> np.ndarray:
     """max_count_cdf for rows that can hold D at k per class: D! lam^-D prod_c e_k(lam p_c) P(sum T = D)."""
     C = p.shape[1]
-    log_lam = saddle_point(p, D, k)
-    pmf, log_e = truncated_poisson(np.exp(log_lam)[:, None] * p, k)
-    j = np.arange(k + 1)
-    m = pmf @ j
-    sigma = math.sqrt(float(((pmf @ (j * j) - m * m).sum(1)).max()))
+    log_lam, pmf, log_e, var = saddle_point(p, D, k)
+    sigma = math.sqrt(float(var.max()))
     L = int(min(2 ** math.ceil(math.log2(max(D, C * k - D) + 1)), 2 ** math.ceil(math.log2(12 * sigma + 16))))
     if k + 1 > L:                                    # fold the pmf onto Z/L (the DFT only sees j mod L)
         pad = -(k + 1) % L
