@@ -48,19 +48,24 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
     """(log lam [n], pmf [n, C, k + 1] and log e_k [n, C] of the truncated Poisson(lam p_c) there, sigma^2 [n] =
     sum_c Var T_c): the radius at which the truncated means (T_c <= k) sum to D, for rows p [n, C] that can hold D
     (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope sigma^2) kept
-    inside a bisection bracket, to 1e-13 D."""
+    inside a bisection bracket, to 1e-13 D; a row stops where it got there (stepping on, its bracket collapsed
+    onto the root and sent it back to the bisection midpoint)."""
     j = np.arange(k + 1)
-    lo, hi = np.full(p.shape[0], -745.0), np.full(p.shape[0], 745.0)
-    t = np.full(p.shape[0], math.log(D))
+    n = p.shape[0]
+    lo, hi, t = np.full(n, -745.0), np.full(n, 745.0), np.full(n, math.log(D))
+    pmf, log_e, var = np.empty(p.shape + (k + 1,)), np.empty(p.shape), np.empty(n)
+    rows = np.arange(n)
     for step_no in range(SADDLE_STEPS + 1):
-        pmf, log_e = truncated_poisson(np.exp(t)[:, None] * p, k)
-        m = pmf @ j
-        excess, slope = m.sum(1) - D, (pmf @ (j * j) - m * m).sum(1)
-        if step_no == SADDLE_STEPS or np.all(np.abs(excess) <= 1e-13 * D):
-            return t, pmf, log_e, slope
-        lo, hi = np.where(excess < 0, t, lo), np.where(excess > 0, t, hi)
-        step = t - excess / np.maximum(slope, 1e-300)
-        t = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
+        pmf[rows], log_e[rows] = truncated_poisson(np.exp(t[rows])[:, None] * p[rows], k)
+        m = pmf[rows] @ j
+        excess, var[rows] = m.sum(1) - D, (pmf[rows] @ (j * j) - m * m).sum(1)
+        go = np.abs(excess) > 1e-13 * D
+        rows, excess = rows[go], excess[go]
+        if step_no == SADDLE_STEPS or not rows.size:
+            return t, pmf, log_e, var
+        lo[rows], hi[rows] = np.where(excess < 0, t[rows], lo[rows]), np.where(excess > 0, t[rows], hi[rows])
+        step = t[rows] - excess / np.maximum(var[rows], 1e-300)
+        t[rows] = np.where((step > lo[rows]) & (step < hi[rows]), step, (lo[rows] + hi[rows]) / 2)
 
 
 def max_count_cdf(p: np.ndarray, D: int, k: int) -> np.ndarray:
