@@ -11,7 +11,9 @@ one ``form.numpy`` call per form over all points (input validation included), ta
   p_empty (radially tilted at small gamma) and entropy (any D) as functionals of that law; with --compare, the
   binned products against the exact product on a
   sub-grid; finite-D max_fraction (QMC nets of the means) against the replaced i.i.d.-vector route run for the same
-  time, as a ratio of variances; finite-D max_fraction_cdf likewise against the replaced empirical cdf;
+  time, as a ratio of variances; finite-D max_fraction_cdf likewise against the replaced empirical cdf; where
+  exact_count_mean / exact_count_cdf route them, the count noise exact per vector against drawn counts on the same
+  nets, as a ratio of variance x time;
 - issue 27 (deterministic routes): multiclass.var on the grid (2-d quadrature to 1e-12 relative, one Phi_2 table
   per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
@@ -173,6 +175,24 @@ def main():
         print(f"  | (gamma, C, D) = ({gm}, {cc}, {dd}) | {t:.2f} s | " + " | ".join(
             f"F = {x:.4g}: relative SE {e / x:.1e}, empirical cdf {o / x:.1e} (variance {(o / e) ** 2:.0f}x)"
             for x, e, o in zip(v, se, old)) + " |")
+    print("finite D: the count noise exact per vector (exact_count_mean / exact_count_cdf) against drawn counts on "
+          "the same nets, relative SE (the cdf's worst of its 1 / 50 / 99 % quantiles) and variance x time")
+    for gm, cc, dd in ((0.03, 10, 30), (0.1, 100, 100)):
+        g = np.quantile(fam.max_fraction_samples(gm, cc), [0.01, 0.5, 0.99])   # D = inf quantiles: levels near them
+        ks = tuple(int(k) for k in np.unique(fam.count_level(g, dd)))
+        cost = {}
+        for exact in (True, False):
+            fam.max_fraction_sampled.cache_clear()
+            fam.max_cdf_sampled.cache_clear()
+            tm, (v, se) = timed(lambda exact=exact: fam.max_fraction_sampled(gm, cc, dd, exact))
+            tc, (F, sF) = timed(lambda exact=exact: fam.max_cdf_sampled(gm, cc, dd, ks, exact))
+            e = float(np.max(sF / F))
+            cost[exact] = ((se / v) ** 2 * tm, e * e * tc)
+            print(f"  | ({gm}, {cc}, {dd}) {'exact' if exact else 'drawn'} | max_fraction relative SE {se / v:.1e} in "
+                  f"{tm:.1f} s | max_fraction_cdf {e:.1e} in {tc:.1f} s |")
+        ratio = [cost[True][i] / cost[False][i] for i in (0, 1)]
+        print(f"  | ({gm}, {cc}, {dd}) variance x time, exact / drawn | max_fraction {ratio[0]:.2g} | "
+              f"max_fraction_cdf {ratio[1]:.2g} |")
     t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))
     print(f"C = 3 deep lower tail: cdf at 12 g in [1e-300, 1e-3], gamma = 1: {t:.1f} s (tail-exact G_1); "
           f"cdf(1e-300) = {float(v[0]):.6e}")

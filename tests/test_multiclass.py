@@ -15,6 +15,7 @@ from igbsym.errors import InputError, NumericalError
 from igbsym.families import multiclass as fam
 from igbsym.functions import mp_log_ncdf, mp_ncdf, mp_ncdf_inv
 from igbsym.gauss import bvn_cdf
+from igbsym.multiclass_numerics.counts import COUNT_ERROR
 from test_multiclass_counts import mp_max_count_cdf
 
 get = igbsym.get
@@ -667,7 +668,8 @@ def test_max_fraction_at_finite_d_agrees_with_plain_monte_carlo(gamma, C, D):
     16 multinomial draws each, an independent route with its own SE: within 5 combined SE (a false-failure rate
     below 1e-4 for fresh seeds; the seeds are fixed). Mutations caught: the importance weights dropped (a bias of
     30 ... 40 SE at D = 5, 10), and the leading class taken as the last column. The relative SE meets MAX_REL_SE
-    (8.0e-5, 8.5e-5, 2.2e-5; before the overtaking control variates 1.2e-4 and 1.4e-4 at D = 5 and 10)."""
+    (3.5e-5 and 4.3e-5 at D = 5 and 10, where exact_count_mean takes E[max K | G] exactly per vector; 2.2e-5 at
+    D = 50, counts drawn)."""
     value, se = fam.max_fraction_sampled(gamma, C, float(D))
     parts = []
     for seed in range(10):          # 10 batches of vector_samples' 4000 vectors (its default for C <= 25)
@@ -784,20 +786,26 @@ def test_pair_smoothed_max_cdf_is_unbiased_given_the_fractions():
 
 
 @pytest.mark.parametrize("C,D", [(3, 7), (4, 10)])
-def test_max_fraction_cdf_at_finite_d_is_the_multinomial_law_at_gamma_zero(C, D):
-    """gamma = 0 (G = 1/C: only the count noise): the sampled route against the exact multinomial(D, 1/C)
-    probability, within 5 stated SE, and its relative SE below 1e-3."""
+@pytest.mark.parametrize("exact", [True, False])
+def test_max_fraction_cdf_at_finite_d_is_the_multinomial_law_at_gamma_zero(C, D, exact):
+    """gamma = 0 (G = 1/C: only the count noise): both routes of the sampled form, the count noise exact per vector
+    (exact_count_cdf, the rule's choice here) and drawn with the pair's split integrated, against the exact
+    multinomial(D, 1/C) probability (the 40-digit recursion), within 5 stated SE + COUNT_ERROR relative, and a
+    relative SE below 1e-3."""
+    assert fam.exact_count_cdf(0.0, C, D)
     ks = np.arange(math.ceil(D / C), D)
-    value = get("multiclass.max_fraction_cdf").numpy(g=ks / D, gamma=0.0, C=C, D=D)
-    se = fam.max_fraction_cdf_se(ks / D, 0.0, C, D)
-    exact = np.array([float(mp_max_count_cdf(np.full(C, 1 / C), D, int(k))) for k in ks])
-    assert np.all(np.abs(value - exact) <= 5 * se) and np.all(se / exact < 1e-3), (value, exact, se)
+    value, se = fam.max_cdf_sampled(0.0, C, D, tuple(int(k) for k in ks), exact)
+    if exact:                                      # the form takes this route here
+        assert np.array_equal(value, get("multiclass.max_fraction_cdf").numpy(g=ks / D, gamma=0.0, C=C, D=D))
+    ref = np.array([float(mp_max_count_cdf(np.full(C, 1 / C), D, int(k))) for k in ks])
+    assert np.all(np.abs(value - ref) <= 5 * se + COUNT_ERROR * ref) and np.all(se / ref < 1e-3), (value, ref, se)
 
 
 @pytest.mark.parametrize("gamma,C,D", [(0.3, 4, 5), (3.0, 10, 50)])
 def test_max_fraction_cdf_at_finite_d_agrees_with_plain_monte_carlo(gamma, C, D):
-    """C >= 3 at finite D: the sampled route (randomised QMC nets of the means, importance-weighted, the leading
-    pair's split integrated, its SE over the scrambles) against plain Monte Carlo of the indicator max_c K_c <= k over
+    """C >= 3 at finite D: the sampled route (randomised QMC nets of the means, importance-weighted, its SE over the
+    scrambles; at (0.3, 4, 5) P(max K <= k | G) exact per vector, exact_count_cdf, at (3, 10, 50) drawn counts with
+    the leading pair's split integrated) against plain Monte Carlo of the indicator max_c K_c <= k over
     40 000 i.i.d. exact fraction vectors with 16 multinomial draws each (other seeds, no weights, no smoothing): within
     5 combined SE (false-failure rate < 1e-5 per comparison for fresh seeds; fixed). Mutation caught: the importance
     weights dropped."""
@@ -816,11 +824,11 @@ def test_max_fraction_cdf_at_finite_d_agrees_with_plain_monte_carlo(gamma, C, D)
 
 
 def test_max_fraction_cdf_at_finite_d_resolves_the_rare_event_where_the_count_noise_is_exact():
-    """(gamma, C, D) = (0.01, 100, 100) (count_noise_exact), k = 1: every class gets exactly one point, P = E[100!
+    """(gamma, C, D) = (0.01, 100, 100) (exact_count_cdf), k = 1: every class gets exactly one point, P = E[100!
     prod_c G_c] ~ 1e-43, which no count draw sees. The exact conditional law gives it with a relative SE; against
     plain Monte Carlo of 100! prod_c G_c (the closed form given G, an independent route) over 4000 i.i.d. vectors,
     within 5 combined SE. Before, this read 0 with SE inf."""
-    assert fam.count_noise_exact(0.01, 100, 100)
+    assert fam.exact_count_cdf(0.01, 100, 100)
     value = float(get("multiclass.max_fraction_cdf").numpy(g=0.01, gamma=0.01, C=100, D=100))
     se = float(fam.max_fraction_cdf_se(0.01, 0.01, 100, 100)[0])
     v = fam.vector_samples(0.01, 100, 4000, seed=5)
@@ -832,9 +840,9 @@ def test_max_fraction_cdf_at_finite_d_resolves_the_rare_event_where_the_count_no
 
 
 def test_max_fraction_cdf_at_finite_d_claims_no_digit_where_no_draw_sees_the_event():
-    """(gamma, C, D) = (0.1, 100, 100) (counts drawn: gamma D > 1), k = 1: every class must get exactly one point,
-    P ~ 100!/100^100 ~ 1e-42, which no draw sees: the value reads 0 and its SE is inf (no digit claimed), not 0 (a
+    """(gamma, C, D) = (1, 100, 100) (counts drawn: gamma D > 30), k = 1: every class must get exactly one point,
+    P <= 100!/100^100 ~ 1e-42, which no draw sees: the value reads 0 and its SE is inf (no digit claimed), not 0 (a
     silent wrong value)."""
-    assert not fam.count_noise_exact(0.1, 100, 100)
-    value = float(get("multiclass.max_fraction_cdf").numpy(g=0.01, gamma=0.1, C=100, D=100))
-    assert value == 0.0 and np.isinf(fam.max_fraction_cdf_se(0.01, 0.1, 100, 100)[0])
+    assert not fam.exact_count_cdf(1.0, 100, 100)
+    value = float(get("multiclass.max_fraction_cdf").numpy(g=0.01, gamma=1.0, C=100, D=100))
+    assert value == 0.0 and np.isinf(fam.max_fraction_cdf_se(0.01, 1.0, 100, 100)[0])

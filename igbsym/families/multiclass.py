@@ -66,9 +66,10 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   (``fraction_vectors``; sum_c G_c = 1 to 1e-12) and observed through multinomial counts at the dataset size D, which
   is what a network evaluated on D points shows; the SE (over the scrambles) is stated relative. ``max_fraction``:
   the exact D = inf value + the sampled overtaking of the leader; ``max_fraction_cdf``: P(max_c K_c <= k | G) with
-  the leading pair's split integrated exactly (``pair_smoothed_max_cdf``). Where the count noise dominates (D <= C,
-  gamma D <= 1: ``count_noise_exact``) no count is drawn: P(max_c K_c <= k | G) and E[max_c K_c | G] are exact per
-  vector (igbsym/multiclass_numerics/counts.py: Poissonisation at a saddle point). C = 2: exact
+  the leading pair's split integrated exactly (``pair_smoothed_max_cdf``). Where that wins on a measured map of
+  variance x time (``exact_count_mean``, ``exact_count_cdf``: gamma D and D/C bounded) no count is drawn:
+  E[max_c K_c | G] and P(max_c K_c <= k | G) are exact per vector (igbsym/multiclass_numerics/counts.py:
+  Poissonisation at a saddle point). C = 2: exact
   (``max_fraction_binary``, ``max_cdf_binary``: binomial closed forms integrated over the igb law).
 * ``paper_approx``: the paper's App. H construction as printed (class c against the largest of the other C - 1
   means, Eqs. 189-192 + the binary law): an erratum (it violates sum_c G_c = 1; at gamma -> 0 it puts every G_c at
@@ -1402,38 +1403,46 @@ def vector_points_log2(C: int) -> int:
 
 
 @lru_cache(maxsize=32)
-def max_fraction_sampled(gamma: float, C: int, D: float) -> tuple:
-    """(value, SE) over net_means. Where count_noise_exact: the mean of E[max_c K_c | G]/D, exact per vector
-    (max_count_mean). Else max_fraction_exact(gamma, C) + the mean of (max_c K_c - K_top)/D, K multinomial(D, G),
-    top = argmax_c G_c: max_c K_c/D - max_c G_c less the control variate K_top/D - G_top, whose mean given G is
-    exactly 0, so only the overtaking of the leading class by the count noise is sampled: each vector with
-    MAX_COUNT_REPEATS multinomial draws less control variates of mean 0 given G (overtaking): the overtaking depends
-    on the gap between the largest means, which the nets' best coordinates drive (per vector 2 ... 6x less variance
-    than i.i.d. means, measured at C = 30 ... 1000). The value is projected onto [1/C, 1]. Memoised: a form's value
-    and its SE share a run."""
-    if count_noise_exact(gamma, C, D):
+def max_fraction_sampled(gamma: float, C: int, D: float, exact: bool | None = None) -> tuple:
+    """(value, SE) over net_means. Where ``exact`` (None: as exact_count_mean says): the mean of E[max_c K_c | G]/D,
+    exact per vector (max_count_mean). Else max_fraction_exact(gamma, C) + the mean of (max_c K_c - K_top)/D,
+    K multinomial(D, G), top = argmax_c G_c: max_c K_c/D - max_c G_c less the control variate K_top/D - G_top, whose
+    mean given G is exactly 0, so only the overtaking of the leading class by the count noise is sampled: each vector
+    with MAX_COUNT_REPEATS multinomial draws less control variates of mean 0 given G (overtaking): the overtaking
+    depends on the gap between the largest means, which the nets' best coordinates drive (per vector 2 ... 6x less
+    variance than i.i.d. means, measured at C = 30 ... 1000). The value is projected onto [1/C, 1]. Memoised: a
+    form's value and its SE share a run."""
+    if exact_count_mean(gamma, C, D) if exact is None else exact:
         value, se, _ = net_means(gamma, C, lambda v, k: max_count_mean(v, int(D))[:, None] / D)
     else:
-        exact = float(max_fraction_exact(gamma, C)[0])
+        population = float(max_fraction_exact(gamma, C)[0])
         value, se, _ = net_means(gamma, C, lambda v, k: count_means(v, D, lambda frac: overtaking(frac, v, D), k,
-                                                                    MAX_COUNT_REPEATS)[:, None], exact)
+                                                                    MAX_COUNT_REPEATS)[:, None], population)
     return min(1.0, max(1 / C, float(value[0]))), float(se[0])
 
 
-COUNT_EXACT_GD = 1.0   # count_noise_exact: gamma D at most this (and D <= C)
+EXACT_MEAN_RULE = ((10.0, 3), (3.0, 10))   # exact_count_mean: gamma D <= a and D <= b C, for a pair (a, b)
+EXACT_CDF_GD, EXACT_CDF_DC, EXACT_CDF_D = 30.0, 10, 1000   # exact_count_cdf: gamma D, D/C and D at most these
 
 
-def count_noise_exact(gamma: float, C: int, D: float) -> bool:
-    """Whether the finite-D forms at C >= 3 integrate the count noise given G in closed form over the nets
-    (multiclass_numerics/counts.py: P(max_c K_c <= k | G) to relative 1e-12) rather than drawing counts: where the
-    noise dominates the law of max_c K_c, D <= C and gamma D <= COUNT_EXACT_GD. Measured, relative SE exact against
-    drawn: max_fraction 8.3e-5 vs 4.6e-4 at (gamma, C, D) = (0.01, 100, 100), 4.3e-5 vs 8.5e-5 at (0.1, 10, 10),
-    3.2e-6 vs 1.8e-4 at (0.001, 30, 30), 6.3e-5 vs 5.3e-4 at (0.003, 300, 300), in 2 ... 4 s against 10 ... 14 s;
-    max_fraction_cdf at its 1 ... 99 % quantiles 1.5e-4 ... 4.6e-7 vs 7.9e-3 ... 8.5e-5 at (0.01, 100, 100) and
-    3.3e-5 ... 1.1e-7 vs 5.5e-3 ... 2.9e-5 at (0.001, 30, 30). At gamma = 0.467, D = 300 ... 400 (C = 3, 10, 100)
-    the drawn counts win: the conditional law is nearly a step in G there. The boundary between is not mapped (the
-    exact route also won at (0.02, 100, 100) and (0.5, 3, 3))."""
-    return D <= C and gamma * D <= COUNT_EXACT_GD
+def exact_count_mean(gamma: float, C: int, D: float) -> bool:
+    """Whether finite-D max_fraction (C >= 3) takes E[max_c K_c | G] exactly per vector (max_count_mean) rather
+    than drawing counts: where gamma D <= 10 and D <= 3 C, or gamma D <= 3 and D <= 10 C (EXACT_MEAN_RULE), the
+    side of a measured map (gamma in {0.01, ..., 1}, C in {10, 100}, D/C in {0.3, ..., 10}) on which the exact
+    route's variance x time is the smaller: 6e-6 ... 0.64x the drawn one's at 25 points there, 4.2 ... 160x at six
+    beyond (e.g. (gamma, C, D) = (0.1, 10, 100): 12.6x; (1, 100, 30): 4.4x). The rule is conservative: at
+    (0.01, 100, 1000) the exact route won too (0.54x), in 240 s."""
+    return any(gamma * D <= gd and D <= dc * C for gd, dc in EXACT_MEAN_RULE)
+
+
+def exact_count_cdf(gamma: float, C: int, D: float) -> bool:
+    """Whether finite-D max_fraction_cdf (C >= 3) takes P(max_c K_c <= k | G) exactly per vector (max_count_cdf)
+    rather than drawing counts: where gamma D <= 30, D <= 10 C and D <= 1000 (the DFT grows as sqrt(D)). On the same
+    measured map the exact route's variance x time (the worst of the 1 ... 99 % quantiles) is 2e-5 ... 0.32x the
+    drawn one's at 32 points there, and 1.3 ... 2.8x at four beyond ((gamma, C, D) = (0.1, 100, 1000),
+    (0.3, 100, 300), (1, 10, 100), (1, 100, 300)); its relative SE at the 1 % quantile 5e-6 ... 1.9e-3 (drawn:
+    3.7e-4 ... 1.2e-2), in 0.3 ... 64 s (drawn: 5 ... 13 s)."""
+    return gamma * D <= EXACT_CDF_GD and D <= EXACT_CDF_DC * C and D <= EXACT_CDF_D
 
 
 def net_means(gamma: float, C: int, stat, offset: float = 0.0) -> tuple:
@@ -1581,17 +1590,18 @@ def pair_smoothed_max_cdf(G: np.ndarray, D: int, ks: np.ndarray, seed: int, repe
 
 
 @lru_cache(maxsize=32)
-def max_cdf_sampled(gamma: float, C: int, D: int, ks: tuple) -> tuple:
+def max_cdf_sampled(gamma: float, C: int, D: int, ks: tuple, exact: bool | None = None) -> tuple:
     """(values, SEs) [len(ks)]: P(max_c K_c <= k) at dataset size D, C >= 3, over net_means of P(max_c K_c <= k | G):
-    exact per vector where count_noise_exact (max_count_cdf), else pair_smoothed_max_cdf (CDF_COUNT_REPEATS draws per
-    vector). Exactly 0 where C k < D, 1 where k >= D. SE inf (no digit claimed) where a scramble's mean is 0: no draw
-    saw the event, too rare for the spread to measure the error (at (gamma, C, D) = (0.1, 100, 100), P(every class
-    gets one point) ~ 1e-42 reads 0), or it underflowed. Memoised: a form's values and SEs share a run."""
+    exact per vector where ``exact`` (None: as exact_count_cdf says; max_count_cdf), else pair_smoothed_max_cdf
+    (CDF_COUNT_REPEATS draws per vector). Exactly 0 where C k < D, 1 where k >= D. SE inf (no digit claimed) where a
+    scramble's mean is 0: no draw saw the event, too rare for the spread to measure the error (at (gamma, C, D) =
+    (1, 100, 100), P(every class gets one point) < 1e-42 reads 0), or it underflowed. Memoised: a form's values
+    and SEs share a run."""
     k = np.asarray(ks, np.int64)
     value, se = np.where(k >= D, 1.0, 0.0), np.zeros(k.size)
     live = (C * k >= D) & (k < D)
     if live.any():
-        if count_noise_exact(gamma, C, D):
+        if exact_count_cdf(gamma, C, D) if exact is None else exact:
             def stat(vec, s):
                 return np.stack([max_count_cdf(vec, D, int(x)) for x in k[live]], 1)
         else:
@@ -1930,10 +1940,11 @@ _VEC_ACC = _stated("D = inf: exact where C = 2 (closed form) or gamma in {0, inf
                    "measured at the 50 / 95 % quantiles: 1.3e-4 / 3.4e-5 at (gamma, C, D) = (0.467, 3, 400), 2.8e-4 / "
                    "1.0e-4 at (0.467, 10, 400), 1.2e-3 / 2.7e-4 at (0.467, 100, 300), 3.5e-3 / 4.9e-4 at "
                    "(0.1, 1e3, 1e4), 5.5e-2 at the median at (1, 1e4, 1e5); 1e-3 ... 2e-2 at the 1 ... 5 % quantiles; "
-                   "inf where a scramble saw no draw in the event); where D <= C and gamma D <= 1 "
-                   "(count_noise_exact) P(max_c K_c <= k | G) exact per vector instead (multiclass_numerics/"
-                   "counts.py, relative 1e-12; measured 1.5e-4 ... 4.6e-7 at the 1 ... 99 % quantiles at (0.01, "
-                   "100, 100), where drawn counts gave 7.9e-3 ... 8.5e-5, and the rare event of every class getting "
+                   "inf where a scramble saw no draw in the event); where gamma D <= 30, D <= 10 C and D <= 1000 "
+                   "(exact_count_cdf) P(max_c K_c <= k | G) exact per vector instead (multiclass_numerics/"
+                   "counts.py, relative 1e-12; measured at the 1 ... 99 % quantiles 5e-6 ... 1.9e-3 / 2e-7 ... "
+                   "2.5e-5 at 32 (gamma, C, D) points, where drawn counts gave 3.7e-4 ... 1.2e-2 / 8.8e-6 ... "
+                   "1.4e-4, e.g. 1.5e-4 ... 4.6e-7 at (0.01, 100, 100), and the rare event of every class getting "
                    "one point, ~1e-43, to a relative SE where it read 0); exact 0 where C k < D and 1 where k >= D")
 
 
@@ -1951,10 +1962,11 @@ _MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the mean of (max
                    "exact mean 0 (overtaking), the net enlarged until the relative SE (max_fraction_se) is <= 1e-4 "
                    "or 2^m C reaches 2^17 per scramble (measured: 7e-6 ... 9.5e-5 at 15 points with C from 3 to 1e4 "
                    "and D from 20 to 1e5, e.g. 7.5e-5 at (gamma, C, D) = (0.467, 100, 300), 7.1e-5 at "
-                   "(0.1, 1e3, 1e4)); where D <= C and gamma D <= 1 (count_noise_exact) the mean of E[max_c K_c | "
+                   "(0.1, 1e3, 1e4)); where gamma D <= 10 and D <= 3 C or gamma D <= 3 and D <= 10 C "
+                   "(exact_count_mean) the mean of E[max_c K_c | "
                    "G]/D instead, exact per vector (multiclass_numerics/counts.py, relative 1e-12), over the same "
-                   "nets (measured 3.2e-6 ... 8.3e-5, e.g. 8.3e-5 at (0.01, 100, 100), where drawn counts gave "
-                   "4.6e-4); finite D, C = 2: exact (binomial "
+                   "nets (measured 3.1e-6 ... 8.3e-5 at 25 points, e.g. 8.3e-5 at (0.01, 100, 100), 3.2e-5 at "
+                   "(0.1, 100, 100), where drawn counts gave 4.6e-4, 2.5e-4); finite D, C = 2: exact (binomial "
                    "closed form integrated over the igb law, relative <= 1e-10); D = inf: relative <= 1e-12 (exact "
                    "2-d quadrature C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
 _ENT_ACC = _stated("C E[psi(G_c)] over the law of one G_c, psi = -g log g (D = inf) or psi_D(g) = E h(K/D), K ~ "
