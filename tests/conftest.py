@@ -19,6 +19,15 @@ def all_derivations():
     return [derivations.run(fam) for fam in derivations.modules()]
 
 
+@pytest.hookimpl(tryfirst=True)      # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (-n auto --dist loadgroup, the README's command) the tests of all_derivations share one
+    worker, so its ~90 s run once, not once per worker."""
+    for item in items:
+        if "all_derivations" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("derivations"))
+
+
 # --- no vacuous pytest.approx ----------------------------------------------------------------------------------
 # pytest.approx adds a default absolute tolerance of 1e-12, so approx(ref, rel=1e-13) with ref = 1e-41 accepts any
 # value below 1e-12: four NumPy checks of tiny γ could not fail. A nonzero expected value below 1e-10 must state
