@@ -176,10 +176,11 @@ def main():
             f"F = {x:.4g}: relative SE {e / x:.1e}, empirical cdf {o / x:.1e} (variance {(o / e) ** 2:.0f}x)"
             for x, e, o in zip(v, se, old)) + " |")
     print("finite D: the count noise exact per vector (exact_count_mean / exact_count_cdf) against drawn counts on "
-          "the same nets, relative SE (the cdf's worst of its 1 / 50 / 99 % quantiles) and variance x time")
+          "the same nets, relative SE (the cdf's worst at the 1 / 50 / 99 % quantiles of max_c K_c) and variance x "
+          "time")
     for gm, cc, dd in ((0.03, 10, 30), (0.1, 100, 100)):
-        g = np.quantile(fam.max_fraction_samples(gm, cc), [0.01, 0.5, 0.99])   # D = inf quantiles: levels near them
-        ks = tuple(int(k) for k in np.unique(fam.count_level(g, dd)))
+        counts = np.rint(fam.observed_fractions(fam.vector_samples(gm, cc), dd).max(1) * dd)
+        ks = tuple(int(k) for k in np.unique(np.quantile(counts, [0.01, 0.5, 0.99], method="nearest")))
         cost = {}
         for exact in (True, False):
             fam.max_fraction_sampled.cache_clear()

@@ -1429,7 +1429,7 @@ def exact_count_mean(gamma: float, C: int, D: float) -> bool:
     """Whether finite-D max_fraction (C >= 3) takes E[max_c K_c | G] exactly per vector (max_count_mean) rather
     than drawing counts: where gamma D <= 10 and D <= 3 C, or gamma D <= 3 and D <= 10 C (EXACT_MEAN_RULE), the
     side of a measured map (gamma in {0.01, ..., 1}, C in {10, 100}, D/C in {0.3, ..., 10}) on which the exact
-    route's variance x time is the smaller: 6e-6 ... 0.64x the drawn one's at 25 points there, 4.2 ... 160x at six
+    route's variance x time is the smaller: 6e-6 ... 0.64x the drawn one's at 26 points there, 4.2 ... 160x at six
     beyond (e.g. (gamma, C, D) = (0.1, 10, 100): 12.6x; (1, 100, 30): 4.4x). The rule is conservative: at
     (0.01, 100, 1000) the exact route won too (0.54x), in 240 s."""
     return any(gamma * D <= gd and D <= dc * C for gd, dc in EXACT_MEAN_RULE)
@@ -1966,8 +1966,9 @@ _MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the mean of (max
                    "(0.1, 1e3, 1e4)); where gamma D <= 10 and D <= 3 C or gamma D <= 3 and D <= 10 C "
                    "(exact_count_mean) the mean of E[max_c K_c | "
                    "G]/D instead, exact per vector (multiclass_numerics/counts.py, relative 1e-12), over the same "
-                   "nets (measured 3.1e-6 ... 8.3e-5 at 25 points, e.g. 8.3e-5 at (0.01, 100, 100), 3.2e-5 at "
-                   "(0.1, 100, 100), where drawn counts gave 4.6e-4, 2.5e-4); finite D, C = 2: exact (binomial "
+                   "nets (measured 3.1e-6 ... 8.3e-5 at 26 points, e.g. 8.3e-5 at (0.01, 100, 100), 3.2e-5 at "
+                   "(0.1, 100, 100), 7.2e-5 at (0.01, 1e3, 1e3), where drawn counts gave 4.6e-4, 2.5e-4, "
+                   "7.2e-4); finite D, C = 2: exact (binomial "
                    "closed form integrated over the igb law, relative <= 1e-10); D = inf: relative <= 1e-12 (exact "
                    "2-d quadrature C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
 _ENT_ACC = _stated("C E[psi(G_c)] over the law of one G_c, psi = -g log g (D = inf) or psi_D(g) = E h(K/D), K ~ "
