@@ -14,18 +14,10 @@ settings.load_profile(os.environ.get("IGBSYM_HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def all_derivations():
-    """Every family's derivation, run once per session (test_coverage, test_latex)."""
+    """Every family's derivation, run once per session: once per pytest-xdist worker that runs test_coverage or
+    test_latex (xdist's --dist loadgroup, which would pin them to one worker, does not group with pytest 9.2 here)."""
     from igbsym import derivations
     return [derivations.run(fam) for fam in derivations.modules()]
-
-
-@pytest.hookimpl(tryfirst=True)      # before xdist's own hook reads the xdist_group marks
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (-n auto --dist loadgroup, the README's command) the tests of all_derivations share one
-    worker, so its ~90 s run once, not once per worker."""
-    for item in items:
-        if "all_derivations" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("derivations"))
 
 
 # --- no vacuous pytest.approx ----------------------------------------------------------------------------------
