@@ -14,8 +14,8 @@ settings.load_profile(os.environ.get("IGBSYM_HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def all_derivations():
-    """Every family's derivation, run once per session: once per pytest-xdist worker that runs test_coverage or
-    test_latex (xdist's --dist loadgroup, which would pin them to one worker, does not group with pytest 9.2 here)."""
+    """Every family's derivation, run once per session (under pytest-xdist: once per worker that runs
+    test_coverage or test_latex)."""
     from igbsym import derivations
     return [derivations.run(fam) for fam in derivations.modules()]
 

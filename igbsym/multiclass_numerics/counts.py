@@ -48,8 +48,7 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
     """(log lam [n], pmf [n, C, k + 1] and log e_k [n, C] of the truncated Poisson(lam p_c) there, sigma^2 [n] =
     sum_c Var T_c): the radius at which the truncated means (T_c <= k) sum to D, for rows p [n, C] that can hold D
     (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope sigma^2) kept
-    inside a bisection bracket, to 1e-13 D; a row stops where it got there (stepping on, its bracket collapsed
-    onto the root and sent it back to the bisection midpoint)."""
+    inside a bisection bracket, to 1e-13 D; each row stops once it gets there (only the live rows are evaluated)."""
     j = np.arange(k + 1)
     n = p.shape[0]
     lo, hi, t = np.full(n, -745.0), np.full(n, 745.0), np.full(n, math.log(D))
