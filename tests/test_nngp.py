@@ -53,6 +53,20 @@ def test_pair_kernel_against_quadrature(name):
         assert abs(got - ref) <= 1e-7 * scale, (name, k, va, vb, got, ref)
 
 
+@pytest.mark.parametrize("v", [3.0, 1.4889, 1e-200])
+def test_erf_kernel_accepts_a_point_paired_with_itself(v):
+    """Regression: k = v_a = v_b (a point's own variance, the diagonal of a data kernel) was refused where
+    sqrt(v) sqrt(v) rounds below v (v = 3.0; the main job's nngp.kernels_vs_torch stopped on it). The value is
+    (2/pi) arcsin(2v/(1 + 2v)) to the form's stated 1e-12 relative (mpmath, 30 digits); a k one part in 1e-12 above
+    v is still refused."""
+    got = float(igbsym.get("nngp.erf_kernel").numpy(k=v, v_a=v, v_b=v))
+    with mpmath.workdps(30):
+        ref = float(2 / mpmath.pi * mpmath.asin(2 * mpmath.mpf(v) / (1 + 2 * mpmath.mpf(v))))
+    assert abs(got - ref) <= 1e-12 * ref, (got, ref)
+    with pytest.raises(InputError, match="a covariance"):
+        igbsym.get("nngp.erf_kernel").numpy(k=v * (1 + 1e-12), v_a=v, v_b=v)
+
+
 def test_pair_kernel_refuses_beyond_its_range():
     with pytest.raises(NumericalError, match="outside the Gauss-Hermite"):
         gauss.pair_kernel_np("tanh", 0.0, 1.0, 25.0, 25.0)

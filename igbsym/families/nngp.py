@@ -70,7 +70,10 @@ register(ClosedForm(
                "derivations/nngp.py: Price's theorem (CAS), and a 1-d mpmath integral"),
     expr=2 / sp.pi * sp.asin(2 * k / sp.sqrt((1 + 2 * va) * (1 + 2 * vb))),
     conditions=(Condition(sp.Le(k**2, va * vb), "k^2 <= v_a v_b (a covariance)",
-                          numpy=lambda k, v_a, v_b: np.abs(k) <= np.sqrt(v_a) * np.sqrt(v_b)),
+                          # the larger of two roundings of sqrt(v_a v_b): sqrt(v_a) sqrt(v_b) can fall 1 ulp below
+                          # k = v_a = v_b (3.0 does), sqrt(v_a v_b) is exact there but underflows below 1e-154
+                          numpy=lambda k, v_a, v_b: np.abs(k) <= np.maximum(np.sqrt(v_a) * np.sqrt(v_b),
+                                                                            np.sqrt(v_a * v_b))),
                 Condition(sp.And(sp.Le(va, 1000), sp.Le(vb, 1000)),
                           "v_a, v_b <= 1e3 (erf saturates; the atan2 form keeps 1e-12 relative there)")),
     kernel=lambda k, v_a, v_b: erf_kernel(k, v_a, v_b),
