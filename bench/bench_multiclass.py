@@ -18,10 +18,11 @@ one ``form.numpy`` call per form over all points (input validation included), ta
   per gamma shared by its C),
   multiclass.max_fraction at D = inf on the grid (the same quadrature; was Monte Carlo), and per point at C = 3:
   cdf / pdf (1-d integral, 1e-10 relative), p_empty (rare events included) and entropy (2-d log-space quadrature),
-  each as a ratio to the route it replaced. OLD: the replaced routes' times, measured at the start of the issue-27
-  work on this machine (commit 5cd1c49, load ~1): var 1.77 s for the 1000-point grid (shared Phi_2 tables, 5e-9
-  absolute); max_fraction 0.77 s per point at (gamma, C) = (10, 100) (Monte Carlo, 2.9 % off); cdf 0.19 s at
-  C = 3 (first call, QMC, absolute 0.03), 0.10 s at C = 1e4; p_empty 0.008 s at (0.1, 3, 1000) (cached QMC
+  each as a ratio to the route it replaced; max_fraction_cdf at C = 4, D = inf on the ordered gaps against the law
+  tables' bracket route, as stated relative bounds and a time ratio. OLD: the replaced routes' times, measured at the
+  start of the issue-27 work on this machine (commit 5cd1c49, load ~1): var 1.77 s for the 1000-point grid (shared
+  Phi_2 tables, 5e-9 absolute); max_fraction 0.77 s per point at (gamma, C) = (10, 100) (Monte Carlo, 2.9 % off);
+  cdf 0.19 s at C = 3 (first call, QMC, absolute 0.03), 0.10 s at C = 1e4; p_empty 0.008 s at (0.1, 3, 1000) (cached QMC
   tables: 2.1e-4 for 1.1e-13). Times are wall clock on a shared machine: the ratios are indicative.
   Measured after the shared-table change (one Phi_2 table per gamma; this bench, load ~3): var 3.9 s for the grid
   (2.2x the old route, was 15-25 s = 9-14x), max_fraction 3.6 s for the grid.
@@ -194,6 +195,18 @@ def main():
         ratio = [cost[True][i] / cost[False][i] for i in (0, 1)]
         print(f"  | ({gm}, {cc}, {dd}) variance x time, exact / drawn | max_fraction {ratio[0]:.2g} | "
               f"max_fraction_cdf {ratio[1]:.2g} |")
+    print("C = 4, D = inf: max_fraction_cdf on the ordered gaps (chamber, deterministic) against the law tables' "
+          "route it replaced (max_cdf_replicates, 99.99 %), at the 0.1 / 1 / 50 / 99 % quantiles of max_c G_c: "
+          "stated relative bound and time per value (tables cold)")
+    for gm in (0.1, 1.0, 10.0):
+        levels = np.quantile(fam.vector_samples(gm, 4).max(1), [0.001, 0.01, 0.5, 0.99])
+        fam.chamber.max_cdf.cache_clear()
+        tc, new = timed(lambda gm=gm, levels=levels: [fam.chamber.max_cdf(float(x), gm, 4) for x in levels])
+        clear()
+        to, (F, det, ess) = timed(lambda gm=gm, levels=levels: fam.max_cdf_replicates(levels, gm, 4))
+        old = fam._relative(F.mean(0), fam.replicate_bound(F, det, ess))
+        print(f"  | gamma = {gm} | chamber " + ", ".join(f"{b / v:.1e}" for v, b in new) + f" in {tc / 4:.2f} s | "
+              "tables " + ", ".join(f"{x:.1e}" for x in old) + f" in {to / 4:.2f} s | time ratio {tc / to:.1f} |")
     t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))
     print(f"C = 3 deep lower tail: cdf at 12 g in [1e-300, 1e-3], gamma = 1: {t:.1f} s (tail-exact G_1); "
           f"cdf(1e-300) = {float(v[0]):.6e}")
