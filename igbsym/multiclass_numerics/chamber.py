@@ -36,6 +36,7 @@ V_LOW, V_HIGH = -12.0, 8.5   # the v grid of G_top: phi < 1e-32 below (1 - G_top
 V_STEP = 0.2
 SATURATED = 1e-18     # rho beyond the radius where 1 - P((C - 1)/2, rho^2 q/2) < SATURATED: the integrand is 1 there
 ROOT_STEPS = 100
+RAY_CHUNK = 4096      # rays per pass of top_fraction
 MAX_EXTRA = 30        # gradings resolve g down to 2^-30 (relative) from a threshold 1/k
 _SQ2PI = math.sqrt(2 * math.pi)
 
@@ -88,11 +89,17 @@ def top_fraction(cum: np.ndarray, rho: np.ndarray) -> tuple:
     precision as G_top -> 1), and its derivative, sum_j cum_j phi(v + rho cum_j)/Phi(v + rho cum_j) under the
     integral."""
     v, kernel = _v_grid()
-    x = v[None, :, None] + rho[:, None, None] * cum[:, None, :]
-    log_prod = special.log_ndtr(x).sum(-1)
-    H = np.exp(log_prod) * kernel
-    mills = np.exp(-x * x / 2) / _SQ2PI / np.maximum(special.ndtr(x), 1e-300)
-    return H.sum(1), -(np.expm1(log_prod) * kernel).sum(1), (H * (mills * cum[:, None, :]).sum(-1)).sum(1)
+    out = np.empty((3, rho.size))
+    for a in range(0, rho.size, RAY_CHUNK):          # [rays, v, C - 1] arrays of ~10 MB at a time
+        c = cum[a:a + RAY_CHUNK]
+        x = v[None, :, None] + rho[a:a + RAY_CHUNK, None, None] * c[:, None, :]
+        log_prod = special.log_ndtr(x).sum(-1)
+        H = np.exp(log_prod) * kernel
+        mills = np.exp(-x * x / 2) / _SQ2PI / np.maximum(special.ndtr(x), 1e-300)
+        out[0, a:a + RAY_CHUNK] = H.sum(1)
+        out[1, a:a + RAY_CHUNK] = -(np.expm1(log_prod) * kernel).sum(1)
+        out[2, a:a + RAY_CHUNK] = (H * (mills * c[:, None, :]).sum(-1)).sum(1)
+    return tuple(out)
 
 
 def ray_roots(cum: np.ndarray, g: float, reach: np.ndarray) -> tuple:
