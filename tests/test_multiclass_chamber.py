@@ -161,3 +161,14 @@ def test_four_classes_near_one_states_its_accuracy(gamma, tail):
     form's accuracy at the points where it was largest (2.7e-7 at 1 - g = 7.6e-11, gamma = 60.6)."""
     value, bound = chamber.max_cdf(1 - tail, gamma, 4)
     assert 0 < value < 1 and bound <= STATED * value, (value, bound / value)
+
+
+def test_four_classes_just_above_a_tie_threshold(monkeypatch):
+    """At gamma = 1e3, g = 1/2 + 1e-9 the saturation's features are ~1e-9 / sqrt(gamma) wide: the stated bound holds
+    against the same rule graded 20 levels deeper (self-convergence; with the grading capped at 12 extra levels the
+    bound was untrue there, 1.8e-7 against 2.7e-8)."""
+    g, gamma = 0.5 + 1e-9, 1e3
+    value, bound = chamber.max_cdf(g, gamma, 4)
+    monkeypatch.setattr(chamber, "MAX_EXTRA", chamber.MAX_EXTRA + 20)
+    deeper = chamber._value(g, gamma, 4, (chamber.gradings(g, gamma, 4, chamber.FINE[0] + 20), chamber.FINE[1]))[0]
+    assert abs(value - deeper) <= bound and bound <= STATED * value, (value, deeper, bound)
