@@ -178,9 +178,10 @@ def gradings(g: float, gamma: float, C: int, base: int) -> tuple:
 def max_cdf(g: float, gamma: float, C: int) -> tuple:
     """(P(max_c G_c <= g), its stated absolute error) at D = inf, 0 < gamma < inf: the FINE rule's value; the error
     |FINE - COARSE| (both rules converge geometrically in their points per panel and gradings, so the coarse rule's
-    error, which the difference measures, bounds the fine one's; measured at C = 3 against three.max_cdf and at C = 4
-    against a rule of 16 gradings x 12 points: the difference is 10 ... 1e4x the fine rule's error) plus each rule's
-    deterministic part (_value). 0 for g <= 1/C, 1 for g >= 1. Memoised: a form's value and its bound share a run."""
+    error, which the difference measures, bounds the fine one's; measured: the bound >= 7x the fine rule's error at
+    70 random (gamma, g) at C = 4 against a rule 6 gradings x 12 points finer, >= 11x at 150 at C = 3 against
+    three.max_cdf) plus each rule's deterministic part (_value). 0 for g <= 1/C, 1 for g >= 1. Memoised: a form's
+    value and its bound share a run."""
     if g <= 1 / C:
         return 0.0, 0.0
     if g >= 1:
