@@ -7,6 +7,9 @@ Quadrature rules and Gaussian expectations live in ``igbsym.gauss``.
 
 ``row_dot(rows, w)`` is rows @ w with each row summed on its own, so an array call gives each point its scalar
 call's value.
+
+``bracketed_newton(evaluate, x, lo, hi, converged, steps)`` finds a root per row of an increasing residual: Newton
+steps kept inside each row's bisection bracket, each row stopping where it converged.
 """
 from __future__ import annotations
 
@@ -40,3 +43,23 @@ def row_dot(rows, w):
     """rows @ w, each row summed on its own: a BLAS matrix-vector product may round a row differently depending on
     how many rows share the call (multiclass.paper_approx: 2 ulp between an array call and the scalar call)."""
     return np.sum(rows * w, axis=-1)
+
+
+def bracketed_newton(evaluate, x, lo, hi, converged, steps: int, rows=None) -> np.ndarray:
+    """Roots, row by row, of a residual that increases in x: Newton steps, each kept strictly inside its row's
+    bisection bracket [lo, hi] (else the bracket's midpoint). evaluate(rows, x[rows]) -> (residual, slope) at the live
+    rows (storing whatever else it computes there); a row stops at the point where converged(residual, lo, hi) holds
+    on its bracket updated by that point, and only live rows are evaluated (stepping on, a bracket collapsed onto the
+    root sends a converged row back to a midpoint). x, lo, hi [n] are updated in place; ``rows`` the initially live
+    rows (default all). Returns the rows still unconverged after ``steps`` Newton steps (steps + 1 evaluations)."""
+    rows = np.arange(x.size) if rows is None else rows
+    for step_no in range(steps + 1):
+        f, slope = evaluate(rows, x[rows])
+        lo[rows] = np.where(f < 0, x[rows], lo[rows])
+        hi[rows] = np.where(f > 0, x[rows], hi[rows])
+        go = ~converged(f, lo[rows], hi[rows])
+        rows, f, slope = rows[go], f[go], slope[go]
+        if step_no == steps or not rows.size:
+            return rows
+        step = x[rows] - f / np.maximum(slope, 1e-300)
+        x[rows] = np.where((step > lo[rows]) & (step < hi[rows]), step, (lo[rows] + hi[rows]) / 2)

@@ -25,6 +25,7 @@ from scipy import special
 
 from ..errors import NumericalError
 from ..gauss import composite_gauss_legendre
+from ..numerics import bracketed_newton
 
 FINE = (8, 8)         # (geometric gradings towards a tie face, Gauss points per panel) of the value's rule ...
 COARSE = (6, 6)       # ... and of the rule whose difference from it is the stated quadrature error (see max_cdf);
@@ -108,30 +109,22 @@ def ray_roots(cum: np.ndarray, g: float, reach: np.ndarray) -> tuple:
     (1 - g) - (1 - G_top) above (each side to its own relative precision); inf (slope 0) where G_top(reach) < g (the
     integrand is saturated there). A root is met where the residual is <= 1e-15 min(g, 1 - g) or its bracket is down
     to rounding; NumericalError if not within ROOT_STEPS steps."""
-    n, upper, side = cum.shape[0], g > 0.5, min(g, 1 - g)
+    upper, side = g > 0.5, min(g, 1 - g)
+    slope = np.zeros(cum.shape[0])
 
-    def residual(G, Q):
-        return (1 - g) - Q if upper else G - g
-    rho, slope = np.full(n, np.inf), np.zeros(n)
-    live = residual(*top_fraction(cum, reach)[:2]) >= 0
-    lo, hi = np.zeros(n), reach.copy()
-    r = np.where(live, np.minimum(1.0, reach / 2), 0.0)
-    for _ in range(ROOT_STEPS):
-        idx = np.nonzero(live)[0]
-        if idx.size == 0:
-            return rho, slope
-        G, Q, dG = top_fraction(cum[idx], r[idx])
-        f = residual(G, Q)
-        lo[idx] = np.where(f < 0, r[idx], lo[idx])
-        hi[idx] = np.where(f >= 0, r[idx], hi[idx])
-        done = (np.abs(f) <= 1e-15 * side) | (hi[idx] - lo[idx] <= 4e-16 * hi[idx])     # met, or down to rounding
-        rho[idx[done]], slope[idx[done]] = r[idx[done]], dG[done]
-        step = r[idx] - f / np.maximum(dG, 1e-300)
-        inside = (step > lo[idx]) & (step < hi[idx])
-        r[idx] = np.where(done, r[idx], np.where(inside, step, (lo[idx] + hi[idx]) / 2))
-        live[idx[done]] = False
-    raise NumericalError(f"multiclass.max_fraction_cdf: the ray roots at g = {g!r} did not converge in {ROOT_STEPS} "
-                         "steps")
+    def residual(rows, r):
+        G, Q, slope[rows] = top_fraction(cum[rows], r)
+        return ((1 - g) - Q if upper else G - g), slope[rows]
+
+    def converged(f, lo, hi):
+        return (np.abs(f) <= 1e-15 * side) | (hi - lo <= 4e-16 * hi)     # met, or down to rounding
+    live = residual(np.arange(cum.shape[0]), reach)[0] >= 0
+    slope[:] = 0.0                                   # saturated rays keep slope 0
+    r, lo, hi = np.where(live, np.minimum(1.0, reach / 2), 0.0), np.zeros(cum.shape[0]), reach.copy()
+    if bracketed_newton(residual, r, lo, hi, converged, ROOT_STEPS - 1, np.nonzero(live)[0]).size:
+        raise NumericalError(f"multiclass.max_fraction_cdf: the ray roots at g = {g!r} did not converge in "
+                             f"{ROOT_STEPS} steps")
+    return np.where(live, r, np.inf), slope
 
 
 @lru_cache(maxsize=4)

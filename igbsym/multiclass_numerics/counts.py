@@ -25,6 +25,8 @@ import math
 import numpy as np
 from scipy import special
 
+from ..numerics import bracketed_newton
+
 COUNT_ERROR = 1e-12      # stated relative error of max_count_cdf (tests/test_multiclass_counts.py)
 SADDLE_STEPS = 60        # safeguarded Newton steps for the saddle point
 CELLS = 2 ** 22          # floats [rows, C, max(k + 1, L)] per pass (memory)
@@ -53,18 +55,14 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
     n = p.shape[0]
     lo, hi, t = np.full(n, -745.0), np.full(n, 745.0), np.full(n, math.log(D))
     pmf, log_e, var = np.empty(p.shape + (k + 1,)), np.empty(p.shape), np.empty(n)
-    rows = np.arange(n)
-    for step_no in range(SADDLE_STEPS + 1):
-        pmf[rows], log_e[rows] = truncated_poisson(np.exp(t[rows])[:, None] * p[rows], k)
+
+    def excess(rows, t_rows):
+        pmf[rows], log_e[rows] = truncated_poisson(np.exp(t_rows)[:, None] * p[rows], k)
         m = pmf[rows] @ j
-        excess, var[rows] = m.sum(1) - D, (pmf[rows] @ (j * j) - m * m).sum(1)
-        go = np.abs(excess) > 1e-13 * D
-        rows, excess = rows[go], excess[go]
-        if step_no == SADDLE_STEPS or not rows.size:
-            return t, pmf, log_e, var
-        lo[rows], hi[rows] = np.where(excess < 0, t[rows], lo[rows]), np.where(excess > 0, t[rows], hi[rows])
-        step = t[rows] - excess / np.maximum(var[rows], 1e-300)
-        t[rows] = np.where((step > lo[rows]) & (step < hi[rows]), step, (lo[rows] + hi[rows]) / 2)
+        var[rows] = (pmf[rows] @ (j * j) - m * m).sum(1)
+        return m.sum(1) - D, var[rows]
+    bracketed_newton(excess, t, lo, hi, lambda f, lo, hi: np.abs(f) <= 1e-13 * D, SADDLE_STEPS)
+    return t, pmf, log_e, var
 
 
 def max_count_cdf(p: np.ndarray, D: int, k: int) -> np.ndarray:
