@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import special
 
+from igbsym.errors import NumericalError
 from igbsym.families import multiclass as fam
 from igbsym.multiclass_numerics import counts
 from igbsym.multiclass_numerics.counts import COUNT_ERROR, max_count_cdf, max_count_mean
@@ -91,3 +92,12 @@ def test_saddle_point_stops_each_row_where_it_converged(monkeypatch):
     assert len(calls) <= 8, len(calls)
     excess = (pmf @ np.arange(22)).sum(1) - 100
     assert np.all(np.abs(excess) <= 1e-13 * 100), np.abs(excess).max()
+
+
+def test_saddle_point_raises_where_it_did_not_converge(monkeypatch):
+    """Regression: rows still off the saddle point after SADDLE_STEPS returned without a word (the DFT then reads the
+    sum's law off its centre). With one step allowed, the 200 rows are not met and the call raises NumericalError."""
+    monkeypatch.setattr(counts, "SADDLE_STEPS", 1)
+    p = fam.vector_samples(0.1, 10, 200, seed=3)
+    with pytest.raises(NumericalError, match="saddle point"):
+        counts.saddle_point(p / p.sum(1, keepdims=True), 100, 21)

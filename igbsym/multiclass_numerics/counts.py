@@ -25,6 +25,7 @@ import math
 import numpy as np
 from scipy import special
 
+from ..errors import NumericalError
 from ..numerics import bracketed_newton
 
 COUNT_ERROR = 1e-12      # stated relative error of max_count_cdf (tests/test_multiclass_counts.py)
@@ -50,7 +51,9 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
     """(log lam [n], pmf [n, C, k + 1] and log e_k [n, C] of the truncated Poisson(lam p_c) there, sigma^2 [n] =
     sum_c Var T_c): the radius at which the truncated means (T_c <= k) sum to D, for rows p [n, C] that can hold D
     (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope sigma^2) kept
-    inside a bisection bracket, to 1e-13 D; each row stops once it gets there (only the live rows are evaluated)."""
+    inside a bisection bracket, to 1e-13 D or until the bracket is down to rounding; each row stops once it gets
+    there (only the live rows are evaluated). NumericalError if a row gets to neither within SADDLE_STEPS steps: off
+    the saddle point the sum's law is not centred on D and its DFT loses the digits the value states."""
     j = np.arange(k + 1)
     n = p.shape[0]
     lo, hi, t = np.full(n, -745.0), np.full(n, 745.0), np.full(n, math.log(D))
@@ -61,7 +64,12 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
         m = pmf[rows] @ j
         var[rows] = (pmf[rows] @ (j * j) - m * m).sum(1)
         return m.sum(1) - D, var[rows]
-    bracketed_newton(excess, t, lo, hi, lambda f, lo, hi: np.abs(f) <= 1e-13 * D, SADDLE_STEPS)
+    def converged(f, lo, hi):
+        return (np.abs(f) <= 1e-13 * D) | (hi - lo <= 4e-16 * np.maximum(np.abs(hi), 1.0))
+    unmet = bracketed_newton(excess, t, lo, hi, converged, SADDLE_STEPS)
+    if unmet.size:
+        raise NumericalError(f"multiclass: the saddle point of P(max_c K_c <= {k}) at D = {D} did not converge in "
+                             f"{SADDLE_STEPS} steps on {unmet.size} of {n} fraction vectors")
     return t, pmf, log_e, var
 
 
