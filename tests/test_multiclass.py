@@ -785,6 +785,31 @@ def test_pair_smoothed_max_cdf_is_unbiased_given_the_fractions():
         assert np.all(np.abs(mean - exact) <= 5 * se) and np.all(se > 0), (p, mean, exact, se)
 
 
+def test_pair_smoothed_max_cdf_where_the_leading_pair_rounds_above_one():
+    """Regression: the leading pair's lumped probability p_0 + p_1 rounded to 1 + 2^-52 (here for G = (0.97045,
+    0.07141, 0), and on the nets at gamma >~ 250, where a third class gets ~nothing) and NumPy's multinomial refused
+    it: max_fraction_cdf raised ValueError at (gamma, C, D) = (479.2, 3, 2). The vector's value is exact: with no mass
+    on class 2, max_c K_c <= 1 is the split of D = 2 points, 2 p_0 p_1."""
+    G = np.array([[0.9704494067485071, 0.07140859705348279, 0.0]])
+    p = G / G.sum()
+    assert p[0, 0] + p[0, 1] > 1
+    value = fam.pair_smoothed_max_cdf(G, 2, np.array([1]), seed=0, repeats=4)
+    assert value[0, 0] == pytest.approx(2 * p[0, 0] * p[0, 1], rel=1e-14)
+
+
+def test_max_fraction_cdf_of_two_points_is_one_minus_the_collision_probability():
+    """At D = 2, max_c K_c <= 1 is the two points landing in distinct classes: 1 - C E[G_c^2] = 1 - C (Var + 1/C^2),
+    with Var the exact 2-d route (relative 1e-12). The sampled form (drawn counts here: gamma D > 30), at gamma where it
+    raised ValueError (the leading pair's probability rounded above 1), within 5 of its stated SE (false failure
+    6e-7 per comparison)."""
+    gamma, C = 479.2, 3
+    assert not fam.exact_count_cdf(gamma, C, 2)
+    exact = 1 - C * (float(get("multiclass.var").numpy(gamma=gamma, C=C)) + 1 / C**2)
+    value = float(get("multiclass.max_fraction_cdf").numpy(g=0.5, gamma=gamma, C=C, D=2))
+    se = float(fam.max_fraction_cdf_se(0.5, gamma, C, 2)[0])
+    assert 0 < se and abs(value - exact) <= 5 * se, (value, exact, se)
+
+
 @pytest.mark.parametrize("C,D", [(3, 7), (4, 10)])
 @pytest.mark.parametrize("exact", [True, False])
 def test_max_fraction_cdf_at_finite_d_is_the_multinomial_law_at_gamma_zero(C, D, exact):

@@ -1578,7 +1578,7 @@ def pair_smoothed_max_cdf(G: np.ndarray, D: int, ks: np.ndarray, seed: int, repe
     unbiased estimate of P(max_c K_c <= k | G) with less count noise than the indicator (fixed seeds per scramble)."""
     C = G.shape[1]
     p = G / G.sum(1, keepdims=True)
-    lump = np.concatenate([p[:, :1] + p[:, 1:2], p[:, 2:]], 1)
+    lump = np.concatenate([np.minimum(p[:, :1] + p[:, 1:2], 1.0), p[:, 2:]], 1)   # the sum can round to 1 + 2^-52
     q = (p[:, 0] / lump[:, 0])[:, None]
     rng = np.random.default_rng([SEED, C, int(D), seed, 3])
     out = np.zeros((G.shape[0], ks.size))
@@ -1625,9 +1625,9 @@ def sampled_at_levels(g: np.ndarray, gamma: float, C: int, D: int) -> tuple:
 
 
 def max_fraction_cdf_se(g, gamma: float, C: int, D: int) -> np.ndarray:
-    """The stated standard error of multiclass.max_fraction_cdf at finite D (relative to the value it goes with):
-    C >= 3 the scramble SE of max_cdf_sampled (inf where no digit is resolved); 0 where the route is exact (C = 2,
-    gamma = inf, C k < D, k >= D)."""
+    """The stated standard error of multiclass.max_fraction_cdf at finite D, in the value's units (its relative SE
+    is SE / value): C >= 3 the scramble SE of max_cdf_sampled (inf where no digit is resolved); 0 where the route is
+    exact (C = 2, gamma = inf, C k < D, k >= D)."""
     g = np.atleast_1d(np.asarray(g, float))
     if int(C) == 2 or math.isinf(gamma):
         return np.zeros(g.shape)
