@@ -47,12 +47,16 @@ def row_dot(rows, w):
 
 def bracketed_newton(evaluate, x, lo, hi, converged, steps: int, rows=None) -> np.ndarray:
     """Roots, row by row, of a residual that increases in x: Newton steps, each kept strictly inside its row's
-    bisection bracket [lo, hi] (else the bracket's midpoint). evaluate(rows, x[rows]) -> (residual, slope) at the live
-    rows (storing whatever else it computes there); a row stops at the point where converged(residual, lo, hi) holds
-    on its bracket updated by that point, and only live rows are evaluated (stepping on, a bracket collapsed onto the
-    root sends a converged row back to a midpoint). x, lo, hi [n] are updated in place; ``rows`` the initially live
-    rows (default all). Returns the rows still unconverged after ``steps`` Newton steps (steps + 1 evaluations)."""
+    bisection bracket [lo, hi] and at most half as long as the step before the last one (else the bracket's midpoint:
+    Numerical Recipes' rtsafe; a sigmoid residual sent plain Newton back and forth between two points inside the
+    bracket). evaluate(rows, x[rows]) -> (residual, slope) at the live rows (storing whatever else it computes there);
+    a row stops at the point where converged(residual, lo, hi) holds on its bracket updated by that point, and only
+    live rows are evaluated (stepping on, a bracket collapsed onto the root sends a converged row back to a
+    midpoint). x, lo, hi [n] are updated in place; ``rows`` the initially live rows (default all). Returns the rows
+    still unconverged after ``steps`` Newton steps (steps + 1 evaluations)."""
     rows = np.arange(x.size) if rows is None else rows
+    last = np.abs(hi - lo)                       # the last step's length and the one before (rtsafe's dx, dxold)
+    before = last.copy()
     for step_no in range(steps + 1):
         f, slope = evaluate(rows, x[rows])
         lo[rows] = np.where(f < 0, x[rows], lo[rows])
@@ -62,4 +66,7 @@ def bracketed_newton(evaluate, x, lo, hi, converged, steps: int, rows=None) -> n
         if step_no == steps or not rows.size:
             return rows
         step = x[rows] - f / np.maximum(slope, 1e-300)
-        x[rows] = np.where((step > lo[rows]) & (step < hi[rows]), step, (lo[rows] + hi[rows]) / 2)
+        newton = (step > lo[rows]) & (step < hi[rows]) & (np.abs(step - x[rows]) <= before[rows] / 2)
+        step = np.where(newton, step, (lo[rows] + hi[rows]) / 2)
+        before[rows], last[rows] = last[rows], np.abs(step - x[rows])
+        x[rows] = step

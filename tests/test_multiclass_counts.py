@@ -101,3 +101,17 @@ def test_saddle_point_raises_where_it_did_not_converge(monkeypatch):
     p = fam.vector_samples(0.1, 10, 200, seed=3)
     with pytest.raises(NumericalError, match="saddle point"):
         counts.saddle_point(p / p.sum(1, keepdims=True), 100, 21)
+
+
+def test_saddle_point_where_plain_newton_goes_back_and_forth():
+    """Regression: at this vector of the family's nets ((gamma, C, D) = (1.34, 5, 7), k = 3: one class holds 0.99) the
+    truncated means' sum is a sigmoid in log lam, and Newton steps, each inside the bracket, went back and forth between
+    t ~ 4.25 and 8.85 while the bracket shrank by ~1e-4 a step: no root in SADDLE_STEPS (raised NumericalError, and
+    before that was an error returned without a word). With rtsafe's rule (a step at most half the one before the
+    last, else bisection) the root is met, and the value is the 40-digit recursion's within COUNT_ERROR."""
+    p = np.array([[0.990140267775036, 0.005319489778679858, 0.0023623197189907145, 0.0020813992055834173,
+                   9.652352170994849e-05]])
+    _, pmf, _, _ = counts.saddle_point(p, 7, 3)
+    assert abs((pmf @ np.arange(4)).sum() - 7) <= 1e-13 * 7
+    ref = float(mp_max_count_cdf(p[0], 7, 3))
+    assert abs(max_count_cdf(p, 7, 3)[0] / ref - 1) <= COUNT_ERROR
