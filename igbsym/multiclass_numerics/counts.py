@@ -81,9 +81,10 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
 
 def max_count_cdf(p: np.ndarray, D: int, k: int) -> np.ndarray:
     """P(max_c K_c <= k) [n] for K ~ multinomial(D, p), rows p [n, C] (normalised here), relative error
-    <= COUNT_ERROR. Exactly 0 where the classes with p_c > 0 cannot hold D points at k each, 1 where k >= D; where
-    they hold exactly D the only outcome is every such K_c = k: D! prod p_c^k / (k!)^C+ (no saddle point: lam -> inf).
-    Cost ~ n C (k + L log L) per level (L the DFT length)."""
+    <= COUNT_ERROR down to 2^-1022 (below, the value underflows to a subnormal or 0). Exactly 0 where the classes with
+    p_c > 0 cannot hold D points at k each, 1 where k >= D; where they hold exactly D the only outcome is every such
+    K_c = k: D! prod p_c^k / (k!)^C+ (no saddle point: lam -> inf). Cost ~ n C (k + L log L) per level (L the DFT
+    length)."""
     p = np.asarray(p, float)
     p = p / p.sum(1, keepdims=True)
     n, C = p.shape
