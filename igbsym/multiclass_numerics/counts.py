@@ -52,9 +52,9 @@ def truncated_poisson(log_y: np.ndarray, k: int) -> tuple:
 
 def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
     """(log lam [n], pmf [n, C, k + 1] and log e_k [n, C] of the truncated Poisson(lam p_c) there, sigma^2 [n] =
-    sum_c Var T_c): the radius at which the truncated means (T_c <= k) sum to D,
-    for rows p [n, C] that can hold D (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in
-    log lam (slope sigma^2) kept inside a bisection bracket, to 1e-13 D or until the bracket is down to rounding; each
+    sum_c Var T_c): the radius at which the truncated means (T_c <= k) sum to D, for rows p [n, C] that can hold D
+    (the sum rises from 0 to (number of p_c > 0) k as lam does), by Newton steps in log lam (slope sigma^2) kept
+    inside a bisection bracket (numerics.bracketed_newton), to 1e-13 D or until the bracket is down to rounding; each
     row stops once it gets there (only the live rows are evaluated). NumericalError if a row gets to neither within
     SADDLE_STEPS steps: off the saddle point the sum's law is not centred on D and its DFT loses the digits the value
     states."""
@@ -70,6 +70,7 @@ def saddle_point(p: np.ndarray, D: int, k: int) -> tuple:
         m = pmf[rows] @ j
         var[rows] = (pmf[rows] @ (j * j) - m * m).sum(1)
         return m.sum(1) - D, var[rows]
+
     def converged(f, lo, hi):
         return (np.abs(f) <= 1e-13 * D) | (hi - lo <= 4e-16 * np.maximum(np.abs(hi), 1.0))
     unmet = bracketed_newton(excess, t, lo, hi, converged, SADDLE_STEPS)
