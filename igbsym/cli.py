@@ -1,10 +1,10 @@
 """The ``igbsym`` command line: the argument parser and the commands over the registry.
 
 The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eval NAME k=v ... [--dps N]
-[--json]``, ``latex NAME`` / ``latex --all -o FILE.tex``, ``derive FAMILY``, ``validate [--family F] [--device D]
-[--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``,
-``sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json]
-[--plot DIR]``. Bad input prints one line saying what is wrong and what is allowed, and exits 2.
+[--json] [--bound]``, ``latex NAME`` / ``latex --all -o FILE.tex``, ``derive FAMILY``, ``validate [--family F]
+[--device D] [--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``, ``sweep GRID.toml [--db FILE]
+[--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json] [--plot DIR]``.
+Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
 The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and
 ``run``
@@ -114,6 +114,10 @@ def cmd_eval(args):
     form = registry.get(args.name)
     values = _parse_assignments(form, args.assignments)
     form.check(**values)
+    if args.bound and args.dps is not None:
+        raise InputError(f"{form.name}: --bound states the NumPy route's relative error and --dps asks for mpmath; "
+                         "allowed: one of them")
+    bound = None
     if args.dps is not None:
         structural = {p.name: values[p.name] for p in form.structural_params if p.name in values}
         if args.dps > DPS_MAX_NUMERIC and not form.is_exact(**structural):
@@ -129,14 +133,19 @@ def cmd_eval(args):
         numeric = {k: (float(v) if isinstance(v, str) and k in form.symbols else v) for k, v in values.items()}
         out = form.numpy(**numeric)
         value = repr(float(out)) if np.ndim(out) == 0 else [[repr(float(v)) for v in row] for row in out]
-    if isinstance(value, list) and not args.json:
+        if args.bound:
+            bound = float(form.relative_bound(**numeric))
+    if args.json:
+        print(json.dumps({"name": form.name, "params": _json_params(form, values), "value": value,
+                          **({} if bound is None else {"relative_bound": bound})}))
+        return
+    if isinstance(value, list):
         width = max(len(v) for row in value for v in row)
         print("\n".join("[" + "  ".join(v.rjust(width) for v in row) + "]" for row in value))
-        return
-    if args.json:
-        print(json.dumps({"name": form.name, "params": _json_params(form, values), "value": value}))
     else:
         print(value)
+    if bound is not None:
+        print(f"relative error <= {bound:.3g}" if bound < float("inf") else "relative error: no digit claimed")
 
 
 LATEX_USAGE = "igbsym latex NAME [key=value ...], or igbsym latex --all [-o FILE.tex]"
@@ -205,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"evaluate with mpmath at N digits ({DPS_MIN}..{DPS_MAX}; numeric routes up to "
                         f"{DPS_MAX_NUMERIC}) and print them all")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--bound", action="store_true",
+                   help="also print the stated relative error of this value (per value where the route computes it)")
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("latex", help="LaTeX of one form, or a compilable document of all (--all -o FILE.tex)")

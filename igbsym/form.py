@@ -210,18 +210,26 @@ class Accuracy:
     value beyond the double range may come back as ±inf of the right sign). reason: why it is not 1e-12.
     per_case: optional (structural case dict → relative bound) for a form whose cases have different routes
     (depth.gamma at finite width N is width.gamma's 1e-6 route); the reason must say which cases.
+    per_value: optional ``per_value(**params) -> relative bound`` (broadcast like the value, inf where no digit is
+    claimed) for a form whose route computes the bound of each value it returns (randomised QMC: a confidence bound
+    from the spread of its scrambles plus its deterministic parts; a rule with its error estimate). That is then the
+    statement, ``relative`` is inf (no one bound holds over the whole domain: the far tails resolve no digit) and the
+    reason says how the bound is made and what it measured.
     tests/test_domain.py checks the bound at points drawn over the whole domain.
     """
 
     relative: float = 1e-12
     reason: str = ""
     per_case: Callable | None = None
+    per_value: Callable | None = None
 
     def at(self, case: dict) -> float:
-        """The relative bound stated for one structural case."""
+        """The relative bound stated for one structural case (inf where it is stated per value)."""
         return self.relative if self.per_case is None else float(self.per_case(case))
 
     def __str__(self) -> str:
+        if self.per_value is not None:
+            return "relative error stated per value (igbsym eval --bound)" + (f": {self.reason}" if self.reason else "")
         return f"relative error <= {self.relative:g}" + (f" ({self.reason})" if self.reason else "")
 
 
@@ -383,6 +391,20 @@ class ClosedForm:
             raise NumericalError(f"{self.name}: the NumPy kernel gave NaN at valid input {values}")
         return out[()] if out.ndim == 0 else out
 
+    def relative_bound(self, **values):
+        """The stated relative error of ``numpy(**values)``: the form's per-value bound (Accuracy.per_value), broadcast
+        like the value, inf where no digit is claimed; else the one bound of the structural case (a float, for every
+        element of the value). Bad input is refused as by ``numpy``."""
+        key, numeric = self._split(values)
+        self._check_conditions(key, numeric)
+        if self.accuracy.per_value is None:
+            return self.accuracy.at(dict(key))
+        with np.errstate(all="ignore"):
+            out = np.asarray(self.accuracy.per_value(**dict(key), **numeric), dtype=float)
+        if np.isnan(out).any() or (out < 0).any():
+            raise NumericalError(f"{self.name}: the stated relative bound is not a number >= 0 at {values}")
+        return out[()] if out.ndim == 0 else out
+
     def lambdified(self, **structural) -> Callable:
         """The lambdified NumPy/SciPy function of the exact expression (keyword arguments)."""
         return self._lambdified(self._structural_key(structural))
@@ -494,7 +516,8 @@ class ClosedForm:
                             **({} if p.required else {"default": p.default})} for p in self.params],
             "conditions": [c.text for c in self.conditions],
             "provenance": str(self.provenance),
-            "accuracy": {"relative": self.accuracy.relative, "reason": self.accuracy.reason},
+            "accuracy": {"relative": None if self.accuracy.per_value else self.accuracy.relative,
+                         "per_value": self.accuracy.per_value is not None, "reason": self.accuracy.reason},
             "domain": {"parameters": [{"name": p.name, "allowed": p.allowed()} for p in self.params],
                        "conditions": [c.text for c in self.conditions],
                        "text": self.domain_text()},

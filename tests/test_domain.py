@@ -19,7 +19,7 @@ maximum, or 10^30 when it has none, on a log scale) — and checks, at each poin
   each case, Hypothesis draws random points and ``test_every_corner_of_the_declared_domain`` checks every
   parameter at its extremes (the ends of the double range, 0, the integer bounds) deterministically.
 * the NumPy value agrees with the reference to the form's stated accuracy (``form.accuracy``, 1e-12 relative by
-  default; magnitudes below 1e-300 are compared absolutely at 1e-300·rel; a true value beyond the double range
+  default, or the bound the form states for this very value, ``form.relative_bound``; magnitudes below 1e-300 are compared absolutely at 1e-300·rel; a true value beyond the double range
   may come back as ±inf of the right sign), or a ``NumericalError`` is raised where the true value is not an
   ordinary double (|value| > 1.8e308) — never another exception, never a silent mismatch.
 * an array call (the point next to another drawn point) gives the scalar call's value within 1 ulp.
@@ -178,19 +178,23 @@ def _first(value):
     return np.asarray(value)[0]
 
 
-# --- forms whose stated accuracy is absolute or statistical ---------------------------------------------------
-# A form whose Accuracy reason starts with NOT_RELATIVE states an absolute or statistical bound (multiclass at
-# C >= 3: randomised QMC, Monte Carlo, fixed-node quadrature). Where such a form has an mp reference, the NumPy value
-# must be within ABSOLUTE_BOUNDS (the number its reason states) or the relative accuracy; where its mp route has none
-# (it raises NumericalError, e.g. C >= 3), the point is checked against the form's documented guarantees instead
-# (``guarantee_failure``): the value's range, the identities between forms, and, at C = 3, an independent reference
-# (the exact 2-d quadrature of the law, a 3-d Gauss-Hermite rule for Var) within the stated bound.
-NOT_RELATIVE = "NOT a relative bound"
-ABSOLUTE_BOUNDS = {   # form -> (absolute bound as stated in its accuracy reason, where it holds)
-    "multiclass.paper_approx": (1e-9, lambda pt: pt["gamma"] >= 0.1),
-}
+# --- forms whose accuracy is stated per value --------------------------------------------------------------------
+# A form with Accuracy.per_value (multiclass: randomised QMC, quadratures with their error estimates) states the
+# relative error of each value it returns (``stated_bound``). Where the form has an mp reference (C = 2, gamma in
+# {0, inf}) the value must be within that bound of it; where its mp route has none (it raises NumericalError, e.g.
+# C >= 3) the point is checked against the form's documented guarantees instead (``guarantee_failure``): the value's
+# range, the identities between forms, the stated bound itself (a number >= 0 or inf, never NaN), and, at C = 3, an
+# independent reference (the exact 2-d quadrature of the law, a 3-d Gauss-Hermite rule for Var) within that bound.
 GUARANTEED = ("multiclass.cdf", "multiclass.pdf", "multiclass.p_empty", "multiclass.n_empty", "multiclass.var",
               "multiclass.max_fraction", "multiclass.max_fraction_cdf", "multiclass.entropy")
+
+
+def stated_bound(form, case: dict, point: dict) -> float:
+    """The relative error the form states at this point: its per-value bound (the largest over an array point), else
+    its structural case's."""
+    if form.accuracy.per_value is None:
+        return form.accuracy.at(case)
+    return float(np.max(form.relative_bound(**case, **point)))
 
 
 def _value_range(name: str, C: int):
@@ -209,6 +213,10 @@ def guarantee_failure(form, point: dict, value) -> str:
     slack = 1e-12 * max(1.0, abs(hi) if math.isfinite(hi) else 1.0)
     if not (lo - slack <= v <= hi + slack):
         return f"value {v!r} outside the documented range [{lo:g}, {hi:g}]"
+    try:
+        stated = stated_bound(form, {}, point)
+    except NumericalError as e:
+        return f"the stated bound is not a number >= 0: {e}"
     gamma = point.get("gamma")
     if name == "multiclass.cdf":
         g2 = point["g"] + (1 - point["g"]) / 2          # monotone in g, up to the stated bound
@@ -219,8 +227,7 @@ def guarantee_failure(form, point: dict, value) -> str:
         if C == 3 and 1e-3 <= gamma <= 1e3:             # the exact C = 3 law (tests/test_multiclass_reference.py)
             from test_multiclass_reference import exact_cdf_three_classes
             ref = float(exact_cdf_three_classes(np.array([point["g"]]), gamma)[0])
-            b = float(fam.law_bound(np.array([point["g"]]), gamma, 3)[0])
-            b += 5e-6 if gamma <= 30 else 2e-4              # the reference's own convergence (its docstring)
+            b = stated * ref + (5e-6 if gamma <= 30 else 2e-4)   # + the reference's own convergence (its docstring)
             if abs(v - ref) > b:
                 return f"|{v!r} - exact C = 3 quadrature {ref!r}| > stated bound {b:.3g}"
     if name == "multiclass.n_empty":                     # documented as C times multiclass.p_empty
@@ -331,12 +338,7 @@ def _check_point(form, case: dict, point: dict, other: dict | None) -> Outcome:
         return Outcome("numerical-error-on-double" if exists else "numerical-error", math.inf if exists else 0.0,
                        f"{numerical}; true value {mpmath.nstr(_as_mp_list(ref_high)[0], 17)}"[:300])
     err = rel_error(value, ref_high)
-    absolute, where = ABSOLUTE_BOUNDS.get(form.name, (0.0, None))
-    bound = form.accuracy.at(case)
-    if where is not None and where(point) and err > bound:
-        abs_err = max(float(abs(mpmath.mpf(float(g)) - r)) for g, r in
-                      zip(np.asarray(value, float).ravel(), _as_mp_list(ref_high)))
-        err = bound if abs_err <= absolute else err   # within the stated absolute bound
+    bound = stated_bound(form, case, point)
     if err > bound:
         return Outcome("inaccurate", err, f"numpy={value!r} mp={mpmath.nstr(_as_mp_list(ref_high)[0], 17)}")
     if other is not None:
@@ -397,26 +399,28 @@ def test_every_corner_of_the_declared_domain(name, case):
 def test_every_form_states_accuracy_and_domain():
     for form in igbsym.forms():
         d = form.describe()
-        assert 0 < d["accuracy"]["relative"] <= 1e-6
-        assert (d["accuracy"]["relative"] == 1e-12) or d["accuracy"]["reason"], form.name
+        acc = d["accuracy"]
+        if acc["per_value"]:          # stated for each value: no one bound over the domain, and the reason says how
+            assert acc["relative"] is None and acc["reason"] and callable(form.accuracy.per_value), form.name
+        else:
+            assert 0 < acc["relative"] <= 1e-6
+            assert (acc["relative"] == 1e-12) or acc["reason"], form.name
         assert [p["name"] for p in d["domain"]["parameters"]] == [p.name for p in form.params]
 
 
-def test_statistical_forms_are_checked_at_their_stated_bounds():
-    """Every form whose accuracy is stated as absolute or statistical (NOT_RELATIVE) is either compared at the
-    absolute bound its reason states (ABSOLUTE_BOUNDS: the number must appear in the reason) or has documented
-    guarantees checked where it has no mp reference (GUARANTEED); and a wrong value fails them."""
-    stated = {f.name for f in igbsym.forms() if f.accuracy.reason.startswith(NOT_RELATIVE)}
-    assert set(ABSOLUTE_BOUNDS) <= stated <= set(ABSOLUTE_BOUNDS) | set(GUARANTEED)   # GUARANTEED may be relative
-    for name, (bound, _) in ABSOLUTE_BOUNDS.items():
-        assert f"{bound:.0e}".replace("e-0", "e-") in igbsym.get(name).accuracy.reason, name   # "5e-9"
+def test_forms_stated_per_value_have_guarantees_and_a_wrong_value_fails_them():
+    """Every form whose accuracy is stated per value has documented guarantees checked where it has no mp reference
+    (GUARANTEED), and a value off by more than its stated bound fails them."""
+    assert {f.name for f in igbsym.forms() if f.accuracy.per_value is not None} <= set(GUARANTEED)
     cdf, point = igbsym.get("multiclass.cdf"), {"g": 0.3, "gamma": 1.0, "C": 3}
     assert guarantee_failure(cdf, point, cdf.numpy(**point)) == ""
-    assert "exact C = 3" in guarantee_failure(cdf, point, cdf.numpy(**point) + 0.06)   # > any stated bound (0.05)
+    assert "exact C = 3" in guarantee_failure(cdf, point, cdf.numpy(**point) + 1e-5)   # > 1e-10 relative + 5e-6
     assert "range" in guarantee_failure(cdf, point, 1.5)
     var = igbsym.get("multiclass.var")
     assert guarantee_failure(var, {"gamma": 0.5, "C": 3}, var.numpy(gamma=0.5, C=3)) == ""
     assert "Gauss-Hermite" in guarantee_failure(var, {"gamma": 0.5, "C": 3}, var.numpy(gamma=0.5, C=3) + 2e-10)
+    cdf2 = {"g": 0.3, "gamma": 1.0, "C": 2}          # an mp reference: the per-value bound is the tolerance
+    assert check_point(cdf, {}, cdf2).kind == "ok" and stated_bound(cdf, {}, cdf2) == 1e-12
 
 
 def test_show_and_list_state_every_forms_accuracy_and_domain(capsys):
@@ -430,7 +434,9 @@ def test_show_and_list_state_every_forms_accuracy_and_domain(capsys):
     assert set(listed) == {f.name for f in igbsym.forms()}
     for form in igbsym.forms():
         d = listed[form.name]
-        assert d["accuracy"] == {"relative": form.accuracy.relative, "reason": form.accuracy.reason}
+        per_value = form.accuracy.per_value is not None
+        assert d["accuracy"] == {"relative": None if per_value else form.accuracy.relative, "per_value": per_value,
+                                 "reason": form.accuracy.reason}
         assert d["domain"]["text"] == form.domain_text()
         assert d["domain"]["conditions"] == [c.text for c in form.conditions]
         assert [p["allowed"] for p in d["domain"]["parameters"]] == [p.allowed() for p in form.params]

@@ -478,6 +478,13 @@ G_TRAPEZOID = 5e-13   # relative error of G_hat from the trapezoid in w (_step) 
 #                       against the grid of half the step (C = 4 ... 100, gamma = 1e-3 ... 1e3, G = 1e-45 ... 1)
 H_CUT = 9.6e-18       # >= Phi(-8.5) >= H below the core (_law_grid), which G_hat omits: G - G_hat in [0, H_CUT]
 #                       (measured: log G_hat moves by 2e-5 at G ~ 1e-20, 7e-10 at G ~ 1e-10 with the step)
+RADIAL_SAFETY = 2.0   # radial_error: the engine at C = 3 (64 radial nodes) against the exact law, gamma = 0.1,
+#                       g = 1e-6: the full rule is off by 1.6e-5 relative, the half rule (32 nodes) by 9e-10, 16
+#                       nodes by 1.5e-9, 128 by 1e5: the difference was 0.998 of the cdf's error there, and 0.9999997
+#                       of the density's at gamma = 0.01, g = 4.5e-5
+DENSITY_GRID = 2.0    # a row density's Hermite error <= DENSITY_GRID det_relative of its value (measured <= 1.03x)
+DENSITY_G_HAT = 2.0   # the slope part of what G_hat's error moves a row density by, <= DENSITY_G_HAT e |f| (measured
+#                       <= 0.98 e |f| beyond the rows' |f(hi) - f(lo)|: C = 10 ... 1000, gamma = 1e-3 ... 300, 15 g)
 TAYLOR_SAFETY = 1.01  # a row's density over the g interval is <= 1.01x its value at g (_Table.g_interval) ...
 TAYLOR_LOCAL = 1e-3   # ... where its width is <= TAYLOR_LOCAL min(g, 1 - g): measured, the two roots' values
 #                       differ by <= (1 + 2.2e-5) x the density's width (the excess: rounding; 14 tables, 200 g each,
@@ -556,10 +563,13 @@ class _Table:
         return view
 
     def rows(self, g: np.ndarray) -> tuple:
-        """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error). u*(g) =
-        G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two grid points that bracket g (relative error
-        of the cdf <= det_relative, measured). Where u* lies below the grid or below -ROW_Z_MIN s the truth is in
-        [0, Phi(lo/s)]: the value is the midpoint and the half-width the clip error (computed, part of law_bound)."""
+        """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error, 1 where the
+        root is off the row's grid else 0, u*/s clipped to the grid). u*(g) = G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two
+        grid points that bracket g (relative error of the cdf <= det_relative, measured). Where u* lies below the grid
+        or below -ROW_Z_MIN s the truth is in [0, Phi(lo/s)]: the value is the midpoint and the half-width the clip
+        error (computed, part of law_bound); above 8.5 s the value is 1 in double. Off the grid (below it or above its
+        end) the derivative is 0 and the row's true density unknown (density_bounded claims no digit where such a row
+        carries weight)."""
         t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
         n, n_u = self.P.shape
         r = np.arange(n)[:, None]
@@ -575,19 +585,20 @@ class _Table:
         root = u0 + x * (x * (x * (2 * u0 - 2 * u1 + m0 + m1) + (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0)
         slope = (x * (x * 3 * (2 * u0 - 2 * u1 + m0 + m1) + 2 * (3 * u1 - 3 * u0 - 2 * m0 - m1)) + m0) / dp   # du/dp
         lo = np.maximum(-ROW_Z_MIN * self.s, self.top + self.rel_u[0])[:, None]
-        hi = np.minimum(8.5 * self.s, self.top + self.rel_u[-1])[:, None]
-        inside = (root > lo) & (root < hi)
-        z = np.clip(root, lo, hi) / self.s
-        dens = np.where(inside, np.exp((t * t)[None, :] / 2 - z * z / 2) / self.s * slope, 0.0)   # dPhi(z)/dg
+        end = (self.top + self.rel_u[-1])[:, None]
+        z = np.clip(root, lo, np.minimum(8.5 * self.s, end)) / self.s   # Phi(8.5) is 1 in double
+        on_grid = (root > lo) & (root < end)
+        zd = np.clip(root, lo, end) / self.s
+        dens = np.where(on_grid, np.exp((t * t)[None, :] / 2 - zd * zd / 2) / self.s * slope, 0.0)   # dPhi(z)/dg
         F = special.ndtr(z)
         clip = np.where(root <= lo, F / 2, 0.0)          # the truth is in [0, Phi(lo/s)]: report the midpoint
-        return F - clip, dens, clip
+        return F - clip, dens, clip, (~on_grid).astype(float), zd
 
     def replicates(self, g: np.ndarray, node_weights: np.ndarray | None = None, controlled: bool = True) -> tuple:
         """(F [K, n_g], f [K, n_g], clip [n_g], ess): per-scramble means of P(G_c <= g | centred others) and of its
         g-derivative (less their control variates unless ``controlled`` is False, ``controlled``), the weighted mean
         clip error of ``rows``, and the effective number of rows carrying each value (scramble_sums)."""
-        (F, f, clip), ess = self.scramble_sums(np.atleast_1d(np.asarray(g, float)), lambda x, *rows: rows,
+        (F, f, clip), ess = self.scramble_sums(np.atleast_1d(np.asarray(g, float)), lambda x, *rows: rows[:3],
                                                node_weights, controlled=2 if controlled else 0)
         return F, f, clip.mean(0), ess
 
@@ -623,7 +634,7 @@ class _Table:
         mass (Jensen on normalised weights), the clip error, the binning remainder and the radial rule's error."""
         g, ratio = np.atleast_1d(np.asarray(g, float)), self.positive_ratio()
 
-        def per_row(x, F, f, clip):
+        def per_row(x, F, f, clip, *_):
             parts = (F, np.abs(f), clip)
             return (F, f) + (parts if ratio is None else tuple(v * ratio[:, None] for v in parts))
         (F, f, Fp, slope, clip), ess = self.scramble_sums(g, per_row, node_weights, controlled=2)
@@ -652,7 +663,7 @@ class _Table:
         lo, hi = self.g_interval(np.asarray(g, float))
         ratio = self.positive_ratio()
 
-        def per_row(x, F, f, clip):
+        def per_row(x, F, f, clip, *_):
             return (F if ratio is None else F * ratio[:, None],)
         up, down, inside = self.scramble_sums(hi, per_row)[0][0].mean(0), np.zeros(lo.shape), lo > 0
         if inside.any():          # the lower end's pass only where it lies above 0
@@ -725,15 +736,47 @@ class _Table:
         directions, the independent draws (a direction's radii are one quadrature, not |group| samples)."""
         return x if self.group == 1 else x.reshape(-1, self.group, x.shape[1]).sum(1)
 
-    def radial_error(self, g: np.ndarray) -> np.ndarray:
-        """The radial rule's stated error at g [n_g]: |first scramble on the full rule - the same directions on the
-        half rule| (a Gauss rule's error falls geometrically in its nodes, so the half rule's error, which this
-        measures, bounds the full rule's: measured 1e-10 vs 1e-9 ... 2.5e-5 relative in the far tail, radial_nodes).
+    def radial_error(self, g: np.ndarray, which: int = 0) -> np.ndarray:
+        """The radial rule's stated error at g [n_g] of the value (``which`` 0) or of the density (1): RADIAL_SAFETY x
+        |first scramble on the full rule - the same directions on the half rule|. In the bulk a Gauss rule's error
+        falls geometrically in its nodes, so the difference measures the half rule's error, which bounds the full
+        rule's (measured 1e-10 vs 1e-9 ... 2.5e-5 relative in the far tail, radial_nodes); in the far lower tail the
+        outermost nodes of the larger rule carry rows of value ~1 with weights far above the value, and there the
+        half rule is the more accurate one, so the difference is the full rule's error itself (the safety factor).
         0 on plain tables."""
         if self.check is None:
             return np.zeros(np.shape(g))
         half = self.memo(("half rule",), self.check)
-        return np.abs(half.replicates(g)[0].mean(0) - self.first_scramble().replicates(g)[0].mean(0))
+        return RADIAL_SAFETY * np.abs(half.replicates(g)[which].mean(0)
+                                      - self.first_scramble().replicates(g)[which].mean(0))
+
+    def density_bounded(self, g: np.ndarray) -> tuple:
+        """(f [K, n_g], the stated bound [n_g], Deterministic [n_g] each) of the density at g (App. H, the law of one
+        fraction): T_FACTOR x the scramble SE of the controlled density plus its deterministic parts, summed per row
+        under the positive weights (positive_ratio): ``grid`` the Hermite slope's error, DENSITY_GRID x det_relative_z
+        of the row's root x its |density| (measured against the u grid of half the step, tests); ``g_hat`` what
+        G_hat's own error moves it by: each row's exact density at g is its table density at some g' in g_interval
+        times dg'/dg, so the rows' |f(hi) - f(lo)| plus DENSITY_G_HAT e |f| for the slope (e = eta + G_TRAPEZOID;
+        measured, binned against exact products on the same rows); ``radial`` the radial rule's error (radial_error).
+        inf (no digit) where the interval reaches 0, where a row whose root is off its grid carries weight (its
+        density is unknown: rows) or where fewer than ESS_MIN effective rows carry the density."""
+        g, ratio = np.atleast_1d(np.asarray(g, float)), self.positive_ratio()
+        positive = self.weight if ratio is None else self.weight * ratio
+
+        def per_row(x, F, f, clip, outside, z):
+            parts = (DENSITY_GRID * det_relative_z(z, self.s) * np.abs(f), np.abs(f), outside)
+            return (f,) + (parts if ratio is None else tuple(v * ratio[:, None] for v in parts))
+        (f, grid, size, off), ess = self.scramble_sums(g, per_row, controlled=1)
+        lo, hi = self.g_interval(g)
+        shift = np.zeros(g.size)
+        for a in range(0, g.size, _CHUNK):
+            ends = self.rows(hi[a:a + _CHUNK])[1] - self.rows(np.maximum(lo[a:a + _CHUNK], 1e-300))[1]
+            shift[a:a + _CHUNK] = positive @ np.abs(ends) / K_SCRAMBLES
+        parts = Deterministic(grid.mean(0), np.zeros(g.size),
+                              shift + DENSITY_G_HAT * (self.eta + G_TRAPEZOID) * size.mean(0),
+                              self.mass() * self.radial_error(g, 1))
+        unresolved = (ess < ESS_MIN) | (off.mean(0) > 0) | (lo <= 0)
+        return f, np.where(unresolved, np.inf, T_FACTOR * scramble_se(f) + parts.total()), parts
 
 
 _CHUNK = 16        # g values per pass over the rows
@@ -895,10 +938,12 @@ def law_relative_bound(g, gamma: float, C: int) -> np.ndarray:
 
 
 def _relative(value, bound):
-    """|v_hat - v| <= b  =>  |v_hat - v|/v <= b/(v_hat - b) where v_hat > b; inf where v_hat <= b (no digit)."""
+    """|v_hat - v| <= b  =>  |v_hat - v|/v <= b/(v_hat - b) where v_hat > b; inf where v_hat <= b (no digit), and
+    where v_hat is below the normal doubles (2.2e-308: a subnormal value and its bound keep few digits)."""
     value, bound = np.asarray(value, float), np.asarray(bound, float)
+    ok = (value > bound) & (value >= np.finfo(float).tiny)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(value > bound, bound / np.where(value > bound, value - bound, 1.0), np.inf)
+        return np.where(ok, bound / np.where(ok, value - bound, 1.0), np.inf)
 
 
 DET_REL = 2e-9     # relative error floor of the cubic Hermite inversion of G_hat on its u grid (step h / U_REFINE) ...
@@ -912,8 +957,14 @@ def det_relative(F, s: float):
     and 1 - F down to 1e-13, beyond 4 ulp of rounding and twice what G_hat's own error moves the value by,
     Deterministic.g_hat): relative error <= 6.0e-10 where z/s is small and (relative error) s/z <= 2.2e-10, 3x
     margins (on the u grid of step h, before U_REFINE: 8.4e-9 and 5.1e-9)."""
-    F = np.asarray(F, float)
-    return DET_REL + DET_U * np.maximum(1.0, -special.ndtri(np.clip(F, 1e-300, 1.0))) / s
+    return det_relative_z(special.ndtri(np.clip(np.asarray(F, float), 1e-300, 1.0)), s)
+
+
+def det_relative_z(z, s: float):
+    """det_relative in terms of the root z = u*/s: DET_REL + DET_U max(1, |z|)/s (the root's error du moves
+    Phi(z) and phi(z) by ~ |z| du/s relative), for either tail: 1 - Phi(z) rounds to 0 from z ~ 8.3, the root does
+    not (the density's upper tail, _Table.density_bounded)."""
+    return DET_REL + DET_U * np.maximum(1.0, np.abs(z)) / s
 
 
 def det_error(F, s: float):
@@ -1120,27 +1171,37 @@ def p_empty_numpy(gamma, C, D):
             out[i] = _p_empty_binary(gamma_, D_)
         elif C_ == 3:
             out[i] = three.p_empty(gamma_, D_)      # deterministic, relative THREE_ERROR, rare events included
+        elif D_ <= 2:
+            out[i] = p_empty_by_moments(gamma_, C_, D_)
         else:
             out[i] = min(max(float(p_empty_replicates(gamma_, C_, D_)[0].mean()), 0.0), 1.0)
     return out.reshape(shape)
 
 
+def p_empty_by_moments(gamma: float, C: int, D: int) -> float:
+    """E[(1 - G_c)^D] for D <= 2 from the first two moments: 1 - 1/C (E G_c = 1/C) and (1 - 1/C)^2 + Var G_c (the
+    2-d quadrature, relative VAR_REL; a sum of positive terms), C >= 3."""
+    return (1 - 1 / C) if D == 1 else (1 - 1 / C) ** 2 + float(var_numpy(gamma, C))
+
+
 def p_empty_relative_bound(gamma: float, C: int, D: int) -> float:
     """A true relative error bound of multiclass.p_empty (App. H, E[(1 - G_c)^D]) at the confidence of law_bound:
     C >= 4: b = T_FACTOR x SE (over the scrambles) + the deterministic bound of law_functional, so
-    |p_hat - p|/p <= b/(p_hat - b) where p_hat > b, inf otherwise (no digit claimed). C = 3: THREE_ERROR; C = 2:
-    2e-9 (deterministic routes)."""
+    |p_hat - p|/p <= b/(p_hat - b) where p_hat > b, inf otherwise (no digit claimed); D <= 2 VAR_REL
+    (p_empty_by_moments). C = 3: THREE_ERROR; C = 2: 2e-9 (deterministic routes)."""
     if int(C) == 3:
         return THREE_ERROR
     if int(C) == 2 or gamma == 0 or math.isinf(gamma):
         return 2e-9
+    if int(D) <= 2:
+        return VAR_REL
     return float(_relative(*qmc_estimate(*p_empty_replicates(gamma, int(C), int(D)))))
 
 
 def p_empty_se(gamma: float, C: int, D: int) -> float:
     """The standard error of multiclass.p_empty: over the scrambles plus the deterministic bound at C >= 4 (the law's
     randomised QMC), and the (relative THREE_ERROR / 2e-9) deterministic error at C <= 3."""
-    if int(C) <= 3 or gamma == 0 or math.isinf(gamma):
+    if int(C) <= 3 or gamma == 0 or math.isinf(gamma) or int(D) <= 2:
         return float(p_empty_relative_bound(gamma, C, D) * p_empty_numpy(gamma, C, D))
     reps, det = p_empty_replicates(gamma, int(C), int(D))
     return float(scramble_se(reps)) + det
@@ -1502,6 +1563,9 @@ def count_means(vectors: np.ndarray, D: float, stat, batch: int = 0, repeats: in
     return np.mean([stat(observed_fractions(vectors, D, seed=repeats * batch + r)) for r in range(repeats)], axis=0)
 
 
+BINARY_COUNT_ERROR = 1e-10   # relative error of the C = 2 finite-D routes (max_fraction_binary, max_cdf_binary)
+
+
 def max_fraction_binary(gamma: float, D: int) -> float:
     """C = 2, finite D: E[max(K, D - K)]/D, K | Z ~ Binomial(D, p), p = Phi(sqrt(gamma) Z) (the igb law). Exactly
     max(K, D - K) = D/2 + |K - D/2| and E|K - c| = E K - c + 2 E(c - K)^+ with
@@ -1701,7 +1765,7 @@ def max_cdf_replicates(g: np.ndarray, gamma: float, C: int) -> tuple:
         tab = _table(gamma, C, centred=False)
         lead = special.ndtr(tab.top / tab.s)[:, None]
 
-        def bracket(x, Fr, fr, clip):
+        def bracket(x, Fr, fr, clip, *_):
             raw = Fr + clip                                  # Phi(u*/s) (clipped rows: root below u_top, 0 here)
             term = C * np.maximum(raw - lead, 0.0)
             return term, C * det_error(raw, tab.s) * (term > 0)
@@ -1718,7 +1782,7 @@ def _max_cdf_upper(g: np.ndarray, gamma: float, C: int) -> tuple:
     the effective rows of 1 - F (those of F count every row near g = 1, where few carry its complement)."""
     tab = _table(gamma, C)
     F, _, _, det = tab.bounded(g)
-    _, ess = tab.scramble_sums(g, lambda x, Fr, fr, clip: (1 - Fr,))
+    _, ess = tab.scramble_sums(g, lambda x, Fr, *_: (1 - Fr,))
     return 1 - C * (1 - F), C * det.total(), ess
 
 
@@ -1852,6 +1916,7 @@ def paper_approx_numpy(g, gamma, C):
     return np.where(g <= 0, 0.0, np.where(g >= 1, 1.0, np.clip(out, 0.0, 1.0)))   # a probability (rule rounding)
 
 
+PAPER_ERROR = 1e-7      # relative: the rule's absolute 1e-9 on the values >= PAPER_LOG_BELOW it returns
 PAPER_LOG_BELOW = 1e-2  # values below this come from the log-space route (relative; the rule said 4.3e-183 for
                         # 4.9e-149 at g = 1e-16, gamma = 0.1)
 PAPER_RULE_MIN = 0.1    # below this gamma the fixed 40-node rule misses the peak (1.2e-69 for 2.8e-66 at 0.0019)
@@ -1905,6 +1970,113 @@ def _paper_limit(g, gamma, C):
     return None
 
 
+# ============================================================================ the stated relative error of each value
+CLOSED_ERROR = 1e-12   # relative error of the C = 2 closed forms (the igb law: ndtr, ndtri, exp, erf in double)
+
+
+def _grouped(fn, g, gamma, C, *more) -> np.ndarray:
+    """fn(g values, gamma, C, *more) once per distinct (gamma, C, *more) over its g (one pass over a law table),
+    shaped as the parameters broadcast."""
+    shape, (gg, *keys) = _pairs(g, gamma, C, *more)
+    out = np.empty(gg.shape)
+    for key in set(zip(*keys)):
+        at = np.logical_and.reduce([k == v for k, v in zip(keys, key)])
+        out[at] = fn(gg[at], float(key[0]), int(key[1]), *key[2:])
+    return out.reshape(shape)
+
+
+def _each(fn, *params) -> np.ndarray:
+    """fn(*floats) at every point of the broadcast parameters, shaped as they broadcast (the tables are memoised)."""
+    shape, flat = _pairs(*params)
+    return np.array([fn(*point) for point in zip(*flat)], float).reshape(shape)
+
+
+def cdf_relative_bound(g, gamma, C) -> np.ndarray:
+    """multiclass.cdf's stated relative error at each point (its Accuracy.per_value): CLOSED_ERROR where a closed
+    form gives the value (g <= 0 or g >= 1, gamma in {0, inf}, C = 2: the igb law), THREE_ERROR at C = 3
+    (deterministic), law_relative_bound at C >= 4 (99.99 %; inf where no digit is claimed)."""
+    def bound(x, gamma, C):
+        closed = (x <= 0) | (x >= 1) | (gamma == 0) | math.isinf(gamma) | (C == 2)
+        out = np.full(x.shape, CLOSED_ERROR)
+        if not closed.all():
+            out[~closed] = law_relative_bound(x[~closed], gamma, C)
+        return out
+    return _grouped(bound, g, gamma, C)
+
+
+def pdf_relative_bound(g, gamma, C) -> np.ndarray:
+    """multiclass.pdf's stated relative error at each point (0 < g < 1, 0 < gamma < inf): CLOSED_ERROR at C = 2,
+    THREE_ERROR at C = 3, at C >= 4 b/(f_hat - b) with b the density's bound (_Table.density_bounded: 99.99 % over
+    the scrambles plus its deterministic parts; inf where no digit is claimed)."""
+    def bound(x, gamma, C):
+        if C <= 3:
+            return np.full(x.shape, CLOSED_ERROR if C == 2 else THREE_ERROR)
+        f, b, _ = _table(gamma, C).density_bounded(x)
+        return _relative(np.maximum(f.mean(0), 0.0), b)
+    return _grouped(bound, g, gamma, C)
+
+
+def p_empty_bound_each(gamma, C, D) -> np.ndarray:
+    """multiclass.p_empty's (and n_empty's) stated relative error at each point: p_empty_relative_bound; CLOSED_ERROR
+    at gamma in {0, inf} (closed forms)."""
+    return _each(lambda gm, c, d: CLOSED_ERROR if gm == 0 or math.isinf(gm) else
+                 p_empty_relative_bound(gm, int(c), int(d)), gamma, C, D)
+
+
+def max_fraction_relative_bound(gamma, C, D) -> np.ndarray:
+    """multiclass.max_fraction's stated relative error at each point: CLOSED_ERROR at gamma in {0, inf} with D = inf
+    and at gamma = inf (closed forms), VAR_REL at D = inf (the 2-d quadrature), BINARY_COUNT_ERROR at C = 2 with finite D
+    (max_fraction_binary), else T_FACTOR x the relative SE over the scrambles (max_fraction_se), b/(v - b) at 99.99 %."""
+    def one(gamma, C, D):
+        if math.isinf(gamma) or (gamma == 0 and math.isinf(D)):
+            return CLOSED_ERROR
+        if math.isinf(D):
+            return VAR_REL
+        if int(C) == 2 and gamma > 0:
+            return BINARY_COUNT_ERROR
+        value, se = max_fraction_se(gamma, int(C), D)
+        return float(_relative(value, T_FACTOR * se))
+    return _each(one, gamma, C, D)
+
+
+def max_fraction_cdf_relative_bound(g, gamma, C, D) -> np.ndarray:
+    """multiclass.max_fraction_cdf's stated relative error at each point: CLOSED_ERROR where the value is 0, 1 or a
+    closed form (g <= 0 or g >= 1, gamma in {0, inf}, g <= 1/C at D = inf, C = 2 at D = inf); D = inf, C >= 3:
+    max_cdf_relative_bound (THREE_ERROR at C = 3, chamber.max_cdf's at C = 4, the law tables' at 99.99 % from
+    C = 5); finite D: BINARY_COUNT_ERROR at C = 2, else b/(v - b) with b = T_FACTOR x the SE over the scrambles
+    (max_fraction_cdf_se; CLOSED_ERROR where the route is exact, SE 0)."""
+    def bound(x, gamma, C, D):
+        out = np.full(x.shape, CLOSED_ERROR)
+        live = (x > 0) & (x < 1) & (gamma > 0) & (not math.isinf(gamma))
+        if math.isinf(D):
+            live &= (x > 1 / C) & (C > 2)
+            if live.any():
+                out[live] = max_cdf_relative_bound(x[live], gamma, C)
+            return out
+        if live.any():
+            if C == 2:
+                out[live] = BINARY_COUNT_ERROR
+            else:
+                value, se = sampled_at_levels(x[live], gamma, C, int(D))
+                out[live] = np.where(se == 0, CLOSED_ERROR, _relative(value, T_FACTOR * se))
+        return out
+    return _grouped(bound, g, gamma, C, D)
+
+
+def entropy_relative_bound(gamma, C, D) -> np.ndarray:
+    """multiclass.entropy's stated relative error at each point: CLOSED_ERROR at gamma = inf or D < 2 (the value is 0),
+    at gamma = 0 (C psi_D(1/C) or log C) and C = 2 (the 1-d rule), THREE_ERROR at C = 3, at C >= 4
+    b/(v - b) with b = T_FACTOR x the SE over the scrambles + the deterministic bound of entropy_law (99.99 %)."""
+    def one(gamma, C, D):
+        C = int(C)
+        if math.isinf(gamma) or D < 2 or gamma == 0 or C == 2:
+            return CLOSED_ERROR
+        if C == 3:
+            return THREE_ERROR
+        return float(_relative(*qmc_estimate(*entropy_law(gamma, C, D))))
+    return _each(one, gamma, C, D)
+
+
 # ============================================================================ registration
 LAW = Provenance(IGB, "App. H (multi-class extension; exact law derived in derivations/multiclass.py)", MODEL)
 _G_DEF = sp.Integral(sp.exp(-z_s**2 / 2) / sp.sqrt(2 * sp.pi) * sp.Product(Phi(z_s + u_s - sp.Symbol("u_j")),
@@ -1916,85 +2088,90 @@ MC_ERROR = ("randomised QMC over the other C-1 means, 16 scrambles: at gamma up 
             "cross-fitted control variates (the symmetric power sums of degree <= 14, exact means); above, plain "
             "Sobol nets (2^12 ... 2^7 points, importance-sampled largest mean); for C >= 10 the product over the "
             "others by binned 5th-order Taylor expansions with a computed remainder): |error| <= law_bound = 5.24 x "
-            "(SE between the scrambles) + det_error (2.5e-8 + 1.5e-8 z/s of the nearer tail) + clip + remainder + "
-            "the radial rule's half-rule error (computed) at 99.99 % (Student t, 15 dof); relative: "
-            "law_relative_bound = b/(F_hat - b), measured for g in [1/(2C), 2/C] and C in [4, 1e4]: <= 7e-7 at "
-            "gamma in [0.01, 0.3], <= 1e-6 at gamma = 1 up to C = 30, 1e-6 ... 8e-5 at gamma in [1, 10], <= 3e-6 "
-            "at gamma >= 100, 4e-6 ... 7e-6 at gamma = 1e-3 (those g lie in its far tail); inf where no digit is "
-            "claimed (the far lower tail); C = 3 relative 1e-10 (deterministic), C = 2 and gamma in {0, inf} exact")
+            "(SE between the scrambles) + det_error (2e-9 + 7e-10 z/s of the nearer tail) + clip + what G_hat's "
+            "error moves the value by + 2 x the radial rule's half-rule difference (computed) at 99.99 % (Student "
+            "t, 15 dof); relative: law_relative_bound = b/(F_hat - b), the form's per-value accuracy (see "
+            "multiclass.cdf); inf where no digit is claimed (the far lower tail); C = 3 relative 1e-10 "
+            "(deterministic), C = 2 and gamma in {0, inf} exact")
 
 
 _E, _Gc = sp.Function("E"), sp.Symbol("G_c")
 _T1S, _T2S = sp.symbols("T_1 T_2", real=True)
 
 
-def _stated(text: str) -> Accuracy:
-    """The form's accuracy. Accuracy holds a relative bound only (and tests/test_domain.py caps it at 1e-6), but these
-    routes have absolute or statistical errors: 1e-6 holds where the value is exact (C = 2, gamma in {0, inf}) and the
-    reason states the real bound, which NumericRoute.error repeats."""
-    return Accuracy(1e-6, "NOT a relative bound for C >= 3: " + text)
+def _per_value(text: str, bound) -> Accuracy:
+    """The form's accuracy, stated per value by ``bound`` (Accuracy.per_value: the relative error of each value the
+    route returns, at 99.99 % where the route samples, inf where no digit is claimed); ``text`` says how each route
+    makes it and what it measured."""
+    return Accuracy(math.inf, text, per_value=bound)
 
 
-_LAW_ACC = _stated("C = 3: relative <= 1e-10 (deterministic: a 1-d integral over q = (d2 - d3)/2 of "
-                   "Phi(-p*(q)/sigma_p), p* the root in p = (d2 + d3)/2, multiclass_numerics/three.py); C >= 4: "
-                   "randomised QMC with spherical-radial rows and control variates, relative error <= "
-                   "law_relative_bound (computed per value at 99.99 %; <= 1e-6 in the bulk at gamma <= 0.3 and at "
-                   "gamma = 1 up to C = 30, up to 8e-5 at gamma in [1, 10], inf in the far lower tail); exact at "
-                   "C = 2 and gamma in {0, inf}")
-_VEC_ACC = _stated("D = inf: exact where C = 2 (closed form) or gamma in {0, inf}, relative <= 1e-10 at C = 3 (1-d "
-                   "integral 3 E_q[(Phi(-q/s_p) - Phi(p*/s_p))_+], multiclass_numerics/three.max_cdf), C = 4 "
-                   "relative <= max(1e-6, 1e-12/(4 g - 1)) deterministic, in both tails (the ordered gaps, radius in "
-                   "closed form, simplex rule: multiclass_numerics/chamber.py; stated per value by "
-                   "max_cdf_relative_bound, measured <= 7.7e-9 at 70 random points, gamma in [1e-3, 1e3], and "
-                   "<= 2.7e-7 at 25 with 1 - g in [3e-16, 1e-4]), C >= 5 "
-                   "C E[(Phi(u*/s) - Phi(u_top/s))_+] over the randomised QMC law tables with a relative bound "
-                   "(max_cdf_relative_bound, 99.99 %; 2e-6 ... 5.6e-2 measured down to the 1 % quantile, up to "
-                   "0.24 at the 0.1 %, inf in the far lower tail), and at "
-                   "g >= 1/2 where the law's table is centred exactly 1 - C (1 - F(g)) (4e-11 ... 3.5e-5 measured, "
-                   "5e-9 ... 3e-7 at gamma = 1, C <= 10); finite D: P(max_c K_c <= k), k the largest count with "
-                   "k/D <= g, K multinomial(D, G): C = 2 exact (binomial cdf difference over the igb law, relative "
-                   "<= 1e-10), C >= 3 randomised QMC over the law tables' nets of fraction vectors with the leading "
-                   "pair's split integrated exactly, 16 count draws per vector, SE over the 16 scrambles stated "
-                   "relative by max_fraction_cdf_se (the net enlarged until it is <= 1e-4 or 2^m C reaches 2^17; "
-                   "measured at the 50 / 95 % quantiles: 1.3e-4 / 3.4e-5 at (gamma, C, D) = (0.467, 3, 400), 2.8e-4 / "
-                   "1.0e-4 at (0.467, 10, 400), 1.2e-3 / 2.7e-4 at (0.467, 100, 300), 3.5e-3 / 4.9e-4 at "
-                   "(0.1, 1e3, 1e4), 5.5e-2 at the median at (1, 1e4, 1e5); 1e-3 ... 2e-2 at the 1 ... 5 % quantiles; "
-                   "inf where a scramble saw no draw in the event); where gamma D <= 30, D <= 10 C and D <= 1000 "
-                   "(exact_count_cdf) P(max_c K_c <= k | G) exact per vector instead (multiclass_numerics/"
-                   "counts.py, relative 1e-12; measured at the 1 ... 99 % quantiles 5e-6 ... 1.9e-3 / 2e-7 ... "
-                   "2.5e-5 at 32 (gamma, C, D) points, where drawn counts gave 3.7e-4 ... 1.2e-2 / 8.8e-6 ... "
-                   "1.4e-4, e.g. 1.5e-4 ... 4.6e-7 at (0.01, 100, 100), and the rare event of every class getting "
-                   "one point, ~1e-43, to a relative SE where it read 0); exact 0 where C k < D and 1 where k >= D")
-
-
-_EMPTY_ACC = _stated("C >= 4: a functional of the randomised QMC law (spherical-radial rows, radially tilted for "
-                     "rare events), relative error <= p_empty_relative_bound (computed per value at 99.99 %: "
-                     "2e-7 ... 2e-6 measured at C in [4, 1000], 5e-6 ... 7e-6 for values down to 1.7e-184 at "
-                     "gamma = 0.01; inf where no digit is resolved); "
-                     "C = 3: relative <= 1e-10, "
-                     "deterministic 2-d log-space quadrature around the integrand's peak (rare events included: "
-                     "relative precision down to 1e-300, multiclass_numerics/three.py); C = 2: relative <= 2e-9; "
-                     "exact at gamma in {0, inf}")
-_MAX_ACC = _stated("finite D, C >= 3: the exact D = inf value + the mean of (max_c K_c - K_top)/D (the count noise "
-                   "overtaking the leading class) over the randomised QMC nets of the means (16 scrambles, the "
-                   "largest mean importance-sampled) and 64 multinomial draws per vector, less control variates of "
-                   "exact mean 0 (overtaking), the net enlarged until the relative SE (max_fraction_se) is <= 1e-4 "
-                   "or 2^m C reaches 2^17 per scramble (measured: 7e-6 ... 9.5e-5 at 15 points with C from 3 to 1e4 "
-                   "and D from 20 to 1e5, e.g. 7.5e-5 at (gamma, C, D) = (0.467, 100, 300), 7.1e-5 at "
-                   "(0.1, 1e3, 1e4)); where gamma D <= 10 and D <= 3 C or gamma D <= 3 and D <= 10 C "
-                   "(exact_count_mean) the mean of E[max_c K_c | "
-                   "G]/D instead, exact per vector (multiclass_numerics/counts.py, relative 1e-12), over the same "
-                   "nets (measured 3.1e-6 ... 8.3e-5 at 26 points, e.g. 8.3e-5 at (0.01, 100, 100), 3.2e-5 at "
-                   "(0.1, 100, 100), 7.2e-5 at (0.01, 1e3, 1e3), where drawn counts gave 4.6e-4, 2.5e-4, "
-                   "7.2e-4); finite D, C = 2: exact (binomial "
-                   "closed form integrated over the igb law, relative <= 1e-10); D = inf: relative <= 1e-12 (exact "
-                   "2-d quadrature C E[Phi_2(X, Y; r)^(C-1)], multiclass_numerics/power.py)")
-_ENT_ACC = _stated("C E[psi(G_c)] over the law of one G_c, psi = -g log g (D = inf) or psi_D(g) = E h(K/D), K ~ "
-                   "binomial(D, g) (finite D: the observed entropy; no vector is sampled, multiclass_numerics/"
-                   "observed.py, relative 1e-14): C >= 4 a functional of the randomised QMC law, SE stated by "
-                   "entropy_se (relative SE 5e-9 ... 2e-6 at C <= 100, 2e-5 ... 5e-5 at C = 1e3, 1e4, measured); "
-                   "C = 3 relative <= 1e-10 (2-d quadrature over the law of G_1, multiclass_numerics/three.py); C = 2 "
-                   "relative <= 1e-12 (1-d rule over the igb law); gamma in {0, inf} exact")
+_LAW_TEXT = ("C = 2 the igb closed form (relative 1e-12); C = 3 deterministic, relative 1e-10 (a 1-d integral over "
+             "q = (d2 - d3)/2 of Phi(-p*(q)/sigma_p), multiclass_numerics/three.py); C >= 4 randomised QMC over the "
+             "other means with spherical-radial rows and control variates, at 99.99 % (Student t over 16 "
+             "scrambles) plus the computed deterministic parts; exact at gamma in {0, inf}. ")
+_CDF_ACC = _per_value(_LAW_TEXT + "C >= 4: cdf_relative_bound = law_relative_bound, measured max over g in "
+                      "[1/(2C), 2/C], C in [4, 1e4]: <= 1e-7 at gamma in [0.01, 0.3], <= 5e-8 at gamma = 1 up to "
+                      "C = 10 and 4e-7 ... 4e-6 above, 1e-6 ... 3.3e-5 at gamma = 3, 1e-7 ... 1.2e-5 at gamma = 10, "
+                      "<= 3e-6 at gamma >= 100, 3e-7 ... 1e-6 at gamma = 1e-3 (there those g are tail values); inf "
+                      "in the far lower tail", cdf_relative_bound)
+_PDF_ACC = _per_value(_LAW_TEXT + "C >= 4: pdf_relative_bound, the density of the same rows with its own bound "
+                      "(_Table.density_bounded: T x SE, the Hermite slope's error, what G_hat's error moves it by, "
+                      "the radial rule's; inf where a row off its grid or too few rows carry it), measured 6e-9 ... "
+                      "3e-6 at g in [0.3/C, 2/C] for C = 4, 5, 1e-7 ... 8e-5 at C = 10 ... 1000 (larger towards "
+                      "g = 1, where 1 - g is the scale)", pdf_relative_bound)
+_VEC_ACC = _per_value("D = inf: exact where C = 2 (closed form) or gamma in {0, inf}, relative <= 1e-10 at C = 3 (1-d "
+                      "integral 3 E_q[(Phi(-q/s_p) - Phi(p*/s_p))_+], multiclass_numerics/three.max_cdf), C = 4 "
+                      "relative <= max(1e-6, 1e-12/(4 g - 1)) deterministic, in both tails (the ordered gaps, radius "
+                      "in closed form, simplex rule: multiclass_numerics/chamber.py; measured <= 7.7e-9 at 70 random "
+                      "points, gamma in [1e-3, 1e3], and <= 2.7e-7 at 25 with 1 - g in [3e-16, 1e-4]), C >= 5 "
+                      "C E[(Phi(u*/s) - Phi(u_top/s))_+] over the randomised QMC law tables at 99.99 % (2e-6 ... "
+                      "5.6e-2 measured down to the 1 % quantile, up to 0.24 at the 0.1 %, inf in the far lower "
+                      "tail), and at g >= 1/2 where the law's table is centred exactly 1 - C (1 - F(g)) (4e-11 ... "
+                      "3.5e-5 measured, 5e-9 ... 3e-7 at gamma = 1, C <= 10); finite D: P(max_c K_c <= k), k the "
+                      "largest count with k/D <= g, K multinomial(D, G): C = 2 exact (binomial cdf difference over "
+                      "the igb law, relative <= 1e-10), C >= 3 randomised QMC over the law tables' nets of fraction "
+                      "vectors with the leading pair's split integrated exactly, 16 count draws per vector, "
+                      "T x the SE over the 16 scrambles (max_fraction_cdf_se; the net enlarged until the relative SE "
+                      "is <= 1e-4 or 2^m C reaches 2^17; relative SE measured at the 50 / 95 % quantiles: 1.3e-4 / "
+                      "3.4e-5 at (gamma, C, D) = (0.467, 3, 400), 2.8e-4 / 1.0e-4 at (0.467, 10, 400), 1.2e-3 / "
+                      "2.7e-4 at (0.467, 100, 300), 3.5e-3 / 4.9e-4 at (0.1, 1e3, 1e4), 5.5e-2 at the median at "
+                      "(1, 1e4, 1e5); 1e-3 ... 2e-2 at the 1 ... 5 % quantiles; inf where a scramble saw no draw in "
+                      "the event); where gamma D <= 30, D <= 10 C and D <= 1000 (exact_count_cdf) P(max_c K_c <= k "
+                      "| G) exact per vector instead (multiclass_numerics/counts.py, relative 2e-12; relative SE "
+                      "measured at the 1 ... 99 % quantiles 5e-6 ... 1.9e-3 / 2e-7 ... 2.5e-5 at 32 (gamma, C, D) "
+                      "points, where drawn counts gave 3.7e-4 ... 1.2e-2 / 8.8e-6 ... 1.4e-4, e.g. 1.5e-4 ... 4.6e-7 "
+                      "at (0.01, 100, 100), and the rare event of every class getting one point, ~1e-43, where it "
+                      "read 0); exact 0 where C k < D and 1 where k >= D", max_fraction_cdf_relative_bound)
+_EMPTY_ACC = _per_value("C >= 4: a functional of the randomised QMC law (spherical-radial rows, radially tilted for "
+                        "rare events), p_empty_relative_bound at 99.99 % (2e-7 ... 2e-6 measured at C in [4, 1000], "
+                        "5e-6 ... 7e-6 for values down to 1.7e-184 at gamma = 0.01; inf where no digit is "
+                        "resolved); C = 3: relative <= 1e-10, deterministic 2-d log-space quadrature around the "
+                        "integrand's peak (rare events included: relative precision down to 1e-300, "
+                        "multiclass_numerics/three.py); C = 2: relative <= 2e-9; exact at gamma in {0, inf}",
+                        p_empty_bound_each)
+_MAX_ACC = _per_value("D = inf: relative <= 1e-12 (exact 2-d quadrature C E[Phi_2(X, Y; r)^(C-1)], "
+                      "multiclass_numerics/power.py); finite D, C = 2: exact (binomial closed form integrated over "
+                      "the igb law, relative <= 1e-10); finite D, C >= 3: T x the SE over the scrambles of the exact "
+                      "D = inf value + the mean of (max_c K_c - K_top)/D (the count noise overtaking the leading "
+                      "class) over the randomised QMC nets of the means (16 scrambles, the largest mean "
+                      "importance-sampled) and 64 multinomial draws per vector, less control variates of exact mean "
+                      "0 (overtaking), the net enlarged until the relative SE (max_fraction_se) is <= 1e-4 or 2^m C "
+                      "reaches 2^17 per scramble (relative SE measured 7e-6 ... 9.5e-5 at 15 points with C from 3 to "
+                      "1e4 and D from 20 to 1e5, e.g. 7.5e-5 at (gamma, C, D) = (0.467, 100, 300), 7.1e-5 at "
+                      "(0.1, 1e3, 1e4)); where gamma D <= 10 and D <= 3 C or gamma D <= 3 and D <= 10 C "
+                      "(exact_count_mean) the mean of E[max_c K_c | G]/D instead, exact per vector "
+                      "(multiclass_numerics/counts.py, relative 2e-12), over the same nets (relative SE 3.1e-6 ... "
+                      "8.3e-5 at 26 points, e.g. 8.3e-5 at (0.01, 100, 100), 3.2e-5 at (0.1, 100, 100), 7.2e-5 at "
+                      "(0.01, 1e3, 1e3), where drawn counts gave 4.6e-4, 2.5e-4, 7.2e-4)", max_fraction_relative_bound)
+_ENT_ACC = _per_value("C E[psi(G_c)] over the law of one G_c, psi = -g log g (D = inf) or psi_D(g) = E h(K/D), K ~ "
+                      "binomial(D, g) (finite D: the observed entropy; no vector is sampled, multiclass_numerics/"
+                      "observed.py, relative 1e-14): C >= 4 a functional of the randomised QMC law, "
+                      "entropy_relative_bound at 99.99 % (T x SE + the functional's deterministic bound; the SE "
+                      "with that bound, entropy_se, measured relative 5e-9 ... 2e-6 at C <= 100, 2e-5 ... 5e-5 at "
+                      "C = 1e3, 1e4); C = 3 relative <= 1e-10 (2-d quadrature over the law of G_1, "
+                      "multiclass_numerics/three.py); C = 2 relative <= 1e-12 (1-d rule over the igb law); gamma in "
+                      "{0, inf} exact", entropy_relative_bound)
 
 
 def _route(np_fn, mp_fn, method, error, defining=None):
@@ -2040,7 +2217,7 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.cdf", "P(G_c <= g): the law of the fraction of the data put in one class c of C.",
     (G_PARAM, GAMMA, C_PARAM), LAW, conditions=(G_AT_MOST_1,),
-    accuracy=_LAW_ACC,
+    accuracy=_CDF_ACC,
     builder=_route(cdf_numpy, _mp_binary_cdf, "randomised QMC over the other means (exact igb.cdf at C = 2)",
                    MC_ERROR, sp.Function("P")(sp.Le(_G_DEF, g_s))), limit=_cdf_limit,
     display=r"P\left(\int \phi(z) \prod_{c' \neq c} \Phi(z + u_c - u_{c'})\,dz \le g\right),\ "
@@ -2048,7 +2225,7 @@ register(ClosedForm(
 register(ClosedForm(
     "multiclass.pdf", "Density of one class fraction G_c (0 < gamma < inf; C = 2 is igb.pdf).",
     (G_OPEN, Param("gamma", "positive", "IGB strength"), C_PARAM), LAW, conditions=(G_BELOW_1,),
-    accuracy=_LAW_ACC,
+    accuracy=_PDF_ACC,
     builder=_route(pdf_numpy, _mp_binary_pdf, "randomised QMC (density of the Rao-Blackwellised cdf); "
                    "exact igb.pdf at C = 2", MC_ERROR.replace("law_bound", "T x SE of law_replicates' densities"),
                    sp.Derivative(sp.Function("P")(sp.Le(_G_DEF, g_s)), g_s)),
@@ -2120,10 +2297,13 @@ register(ClosedForm(
     "multiclass.paper_approx", "The paper's App. H construction as printed: P(Phi((u_c - M_{C-1})/sqrt 2) <= g), "
     "M_{C-1} the largest of the other C-1 means (Eqs. 189-192 + the binary law).", (G_PARAM, GAMMA, C_PARAM),
     Provenance(IGB, "App. H, Eqs. 189-192 (with App. C.1 Eq. 82)", PAPER_NOTE), conditions=(G_AT_MOST_1,),
-    accuracy=_stated("absolute error <= 1e-9 for gamma >= 0.1 (40-node Gumbel-Gauss rule); below 0.1 or where the "
-                     "value is < 1e-2 relative 1e-6 (log-space trapezoid around the peak)"),
-    builder=_route(paper_approx_numpy, paper_approx_mp, "40-node Gumbel-Gauss rule for the maximum (maxpool)",
-                   "absolute error <= 1e-9 for gamma >= 0.1 (smooth integrand), tested against mpmath",
+    accuracy=Accuracy(PAPER_ERROR, "the 40-node Gumbel-Gauss rule for gamma >= 0.1 (absolute error <= 1e-9, on "
+                      "values >= 1e-2 only), the log-space trapezoid around the peak below gamma = 0.1 and wherever "
+                      "the value is < 1e-2 (relative, measured <= 2e-13); measured against mpmath at 150 random "
+                      "(g, gamma, C), gamma in [1e-3, 1e3], C in [2, 1e4]: <= 1.5e-10 relative"),
+    builder=_route(paper_approx_numpy, paper_approx_mp, "40-node Gumbel-Gauss rule for the maximum (maxpool); a "
+                   "log-space trapezoid for values < 1e-2 and gamma < 0.1",
+                   "relative <= 1e-7 (absolute <= 1e-9 on values >= 1e-2), tested against mpmath",
                    sp.Integral(Phi(sp.Symbol("m") + sp.sqrt(2) * PhiInv(g_s) / sp.sqrt(gamma_s))
                                * sp.Derivative(Phi(sp.Symbol("m")) ** (C_s - 1), sp.Symbol("m")),
                                (sp.Symbol("m"), -sp.oo, sp.oo))),

@@ -1,0 +1,239 @@
+"""The relative error each multiclass value states (issue 27): Accuracy.per_value, ClosedForm.relative_bound,
+``igbsym eval --bound``, and the density's own bound (_Table.density_bounded), each checked against references
+independent of the route under test, with the stated bound itself as the tolerance.
+
+* The randomised QMC engine run at C = 2 (plain and centred tables) against the igb law's closed density, and at
+  C = 3 against three.law (a deterministic 1-d integral, relative 1e-10).
+* C = 4 above g = 1/2: at most one fraction exceeds 1/2, so P(max_c G_c <= g) = 1 - 4 (1 - F(g)) and the density of
+  one fraction is a quarter of the dominant fraction's, which the ordered-gaps route gives deterministically: the
+  radius's density at the root of G_top = g along each ray over dG_top/drho there (chamber's rules; the difference
+  of its fine and coarse rule is the reference's own error).
+* The deterministic parts against refinements of what they bound: the u grid at half the step, the binned
+  products against the exact ones on the same rows.
+The law tables' scrambles are fixed, so each comparison is deterministic; a 99.99 % bound fails by chance with
+probability <= 1e-4 per value (Hypothesis: 25 / 400 values per test under ci / thorough).
+"""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy import special
+
+import igbsym
+from igbsym.families import multiclass as fam
+from igbsym.multiclass_numerics import chamber, three
+
+get = igbsym.get
+PER_VALUE = {"multiclass.cdf": fam.cdf_relative_bound, "multiclass.pdf": fam.pdf_relative_bound,
+             "multiclass.p_empty": fam.p_empty_bound_each, "multiclass.n_empty": fam.p_empty_bound_each,
+             "multiclass.max_fraction": fam.max_fraction_relative_bound,
+             "multiclass.max_fraction_cdf": fam.max_fraction_cdf_relative_bound,
+             "multiclass.entropy": fam.entropy_relative_bound}
+
+
+# --- the density's bound --------------------------------------------------------------------------------------
+GAMMAS = st.sampled_from([0.03, 0.3, 3.0, 30.0])      # four tables (the memo keeps four), random g on each
+
+
+@pytest.mark.parametrize("centred", [False, True])
+@given(gamma=GAMMAS, x=st.floats(-5, 5))
+def test_density_bound_holds_against_the_two_class_density(centred, gamma, x):
+    """The engine at C = 2 (one other mean; centred, every row is the exact law) against igb.pdf, g = Phi(x): the
+    density within its stated bound (inf where no digit is claimed), and a bound that claims digits in the bulk."""
+    g = float(np.clip(special.ndtr(x), 1e-300, 1 - 1e-16))
+    f, bound, _ = fam._table(gamma, 2, centred).density_bounded(np.array([g]))
+    exact = float(get("igb.pdf").numpy(g=g, gamma=gamma))
+    rel = fam._relative(max(f.mean(0)[0], 0.0), bound[0])      # what the pdf states: no digit below 2.2e-308
+    assert rel == math.inf or abs(f.mean(0)[0] - exact) <= bound[0], (gamma, g, f.mean(0)[0], exact, bound[0])
+    if abs(x) <= 2 * math.sqrt(gamma):
+        assert bound[0] <= 1e-2 * exact, (gamma, g, bound[0], exact)
+
+
+@given(gamma=st.sampled_from([0.01, 0.2, 2.0, 50.0]), x=st.floats(-6, 6))
+def test_density_bound_holds_against_the_three_class_law(gamma, x):
+    """The engine at C = 3 (centred tables at gamma <= 0.5, plain above) against three.law's density (relative
+    THREE_ERROR): within the stated bound + that error."""
+    g = float(np.clip(special.ndtr(x), 1e-300, 1 - 1e-16))
+    f, bound, _ = fam._table(gamma, 3).density_bounded(np.array([g]))
+    exact = float(three.law(np.array([g]), gamma)[2][0])
+    rel = fam._relative(max(f.mean(0)[0], 0.0), bound[0])      # what the pdf states: no digit below 2.2e-308
+    assert rel == math.inf or abs(f.mean(0)[0] - exact) <= bound[0] + three.THREE_ERROR * exact, (gamma, g, exact)
+
+
+def chamber_density(g: float, gamma: float, rule: tuple) -> float:
+    """d/dg P(max_c G_c <= g) at C = 4 on one of chamber's rules: per ray the radius's density at rho* times
+    d rho*/dg = 1 / (dG_top/drho)."""
+    cum, q, weight, reach = chamber._setup(4, rule)
+    rho, slope = chamber.ray_roots(math.sqrt(gamma) * cum, g, reach)
+    live = np.isfinite(rho) & (slope > 0)
+    t = rho[live] ** 2 * q[live] / 2
+    a = 1.5
+    density = np.exp((a - 1) * np.log(t) - t - math.lgamma(a)) * rho[live] * q[live] / slope[live]
+    return float(weight[live] @ density)
+
+
+@settings(max_examples=max(1, settings().max_examples // 6))      # 4 under ci, 66 under thorough (~3 s each)
+@given(e=st.floats(-2, 2), x=st.floats(0.51, 0.995))
+def test_four_class_density_above_one_half_against_the_ordered_gaps(e, x):
+    """C = 4, g > 1/2: multiclass.pdf = (1/4) d/dg P(max_c G_c <= g) (the events G_c > g are disjoint), the
+    reference from chamber's fine rule with |fine - coarse| as its error: within the pdf's stated bound, where the
+    rays resolve the mass above g (their radius stops where 1 - P((C - 1)/2, rho^2 q/2) = SATURATED)."""
+    gamma, g = 10.0 ** e, x
+    assume(1 - chamber.max_cdf(g, gamma, 4)[0] > 1e-12)     # the rays reach 1 - P = SATURATED (1e-18) only
+    rules = [(chamber.gradings(g, gamma, 4, depth), points) for depth, points in (chamber.FINE, chamber.COARSE)]
+    fine, coarse = (chamber_density(g, gamma, rule) / 4 for rule in rules)
+    value = float(get("multiclass.pdf").numpy(g=g, gamma=gamma, C=4))
+    rel = float(get("multiclass.pdf").relative_bound(g=g, gamma=gamma, C=4))
+    assert abs(value - fine) <= rel * fine + abs(fine - coarse), (gamma, g, value, fine, coarse, rel)
+    assert rel < 1e-3, (gamma, g, rel)
+
+
+@pytest.mark.parametrize("gamma,C", [(1e-3, 10), (0.01, 4), (30.0, 4), (1.0, 6), (0.3, 7), (3.0, 10), (1.0, 100)])
+def test_density_grid_part_covers_the_half_step_grid(gamma, C, monkeypatch):
+    """The density's Hermite part (Deterministic.grid of density_bounded: DENSITY_GRID x det_relative per row) plus
+    its G_hat part against the same rows on the u grid of half the step (the Hermite slope's error falls ~8x), on
+    g where the value runs from 1e-250 to 1 - 1e-9; the comparison is per row, so on small nets (2^8 points per
+    scramble: points_log2 patched, the base points' cache cleared around it)."""
+    def table():
+        fam._law_grid.cache_clear()
+        fam._taylor_table.cache_clear()
+        return fam._build_table(gamma, C, fam._centred(gamma, C))
+    monkeypatch.setattr(fam, "points_log2", lambda C: 8)
+    fam._others.cache_clear()
+    try:
+        coarse = table()
+        g = np.geomspace(1e-9 / C, 0.999, 120)
+        F = coarse.replicates(g)[0].mean(0)
+        g = g[(F > 1e-250) & (F < 1 - 1e-9)]
+        fc, _, parts = coarse.density_bounded(g)
+        step = fam._step
+        monkeypatch.setattr(fam, "_step", lambda c: step(c) / 2)
+        ff = table().replicates(g)[1].mean(0)
+    finally:
+        monkeypatch.undo()
+        fam._law_grid.cache_clear()
+        fam._taylor_table.cache_clear()
+        fam._others.cache_clear()
+    err = np.abs(fc.mean(0) - ff)
+    assert np.all(err <= parts.grid + parts.g_hat), (gamma, C, np.max(err / (parts.grid + parts.g_hat)))
+
+
+@pytest.mark.parametrize("C", [10, 100, 1000])
+def test_density_g_hat_part_covers_binned_against_exact_products(C, monkeypatch):
+    """Same rows, the two product routes (binned: |log H_hat - log H| <= eta): the densities within the G_hat part
+    of the binned table's density bound (the rows' |f(hi) - f(lo)| over g_interval + DENSITY_G_HAT e |f|), on 16 x
+    2^6 rows per table, g from 1e-8 to 1 - 1e-6."""
+    g = np.array([1e-8, 1e-4, 0.01, 0.1, 0.5, 0.9, 0.999, 1 - 1e-6])
+    monkeypatch.setattr(fam, "points_log2", lambda C: 6)
+    fam._others.cache_clear()
+    try:
+        for gamma in (1e-3, 0.3, 3.0, 300.0):
+            binned = fam._build_table(gamma, C, fam._centred(gamma, C))
+            with monkeypatch.context() as m:
+                m.setattr(fam, "BINNED_FROM", fam.C_MAX + 1)
+                exact = fam._build_table(gamma, C, fam._centred(gamma, C))
+            fb, _, parts = binned.density_bounded(g)
+            fe = exact.replicates(g)[1].mean(0)
+            diff = np.abs(fb.mean(0) - fe)
+            assert np.all(diff <= parts.g_hat + 1e-13 * fe), (gamma, diff / np.maximum(parts.g_hat, 1e-300))
+    finally:
+        fam._others.cache_clear()
+
+
+def test_radial_part_covers_the_far_tail_where_the_half_rule_is_the_more_accurate():
+    """The engine at C = 3, gamma = 0.1, g = 1e-6 (values ~1e-45): the 64-node radial rule is off by 1.6e-5 and the
+    32-node half rule by ~1e-9, so the half rule's difference is the full rule's error itself (0.998 of it); the
+    stated radial part (RADIAL_SAFETY x that difference) covers it with room, for the value and the density."""
+    g = np.array([1e-6])
+    tab = fam._table(0.1, 3)
+    exact_F, exact_f = (float(x[0]) for x in three.law(g, 0.1)[::2])
+    F, _, _, parts = tab.bounded(g)
+    f, _, dparts = tab.density_bounded(g)
+    error, difference = abs(F.mean(0)[0] - exact_F), parts.radial[0] / fam.RADIAL_SAFETY
+    assert 0.9 <= error / difference <= 1.0 and error <= parts.radial[0] / 1.8
+    assert abs(f.mean(0)[0] - exact_f) <= dparts.radial[0] / 1.8
+
+
+@pytest.mark.parametrize("C", [2, 3])
+def test_density_counts_rows_whose_root_is_above_eight_and_a_half_sd(C):
+    """gamma = 0.01, g = 0.9 (the upper tail of a narrow law, density ~1e-36 at C = 2): every row's root lies above
+    8.5 s, where Phi is 1 in double, but inside its u grid, so the density is the rows' own (it read 0 when their
+    roots were capped at 8.5 s) and within its stated bound, with digits, of the exact density (igb.pdf at C = 2,
+    three.law at C = 3)."""
+    g = np.array([0.9])
+    f, bound, _ = fam._build_table(0.01, C, True).density_bounded(g)
+    exact = float(get("igb.pdf").numpy(g=0.9, gamma=0.01) if C == 2 else three.law(g, 0.01)[2][0])
+    assert 0 < exact < 1e-20 and abs(f.mean(0)[0] - exact) <= bound[0] + three.THREE_ERROR * exact
+    assert bound[0] <= 1e-6 * exact
+
+
+# --- the per-value statement of every form ----------------------------------------------------------------------
+POINTS = {"multiclass.cdf": [dict(g=0.1, gamma=1.0, C=10), dict(g=0.3, gamma=0.5, C=3), dict(g=0.3, gamma=2.0, C=2),
+                             dict(g=0.2, gamma=0.0, C=4), dict(g=np.array([0.05, 0.2]), gamma=1.0, C=5)],
+          "multiclass.pdf": [dict(g=0.1, gamma=1.0, C=10), dict(g=0.3, gamma=0.5, C=3), dict(g=0.4, gamma=2.0, C=4)],
+          "multiclass.p_empty": [dict(gamma=0.1, C=10, D=1000), dict(gamma=0.1, C=3, D=1000), dict(gamma=1.0, C=6,
+                                                                                                    D=2)],
+          "multiclass.n_empty": [dict(gamma=0.1, C=10, D=1000), dict(gamma=1.0, C=6, D=2)],
+          "multiclass.max_fraction": [dict(gamma=1.0, C=10), dict(gamma=0.1, C=10, D=20), dict(gamma=1.0, C=2, D=20)],
+          "multiclass.max_fraction_cdf": [dict(g=0.3, gamma=1.0, C=5), dict(g=0.1, gamma=1.0, C=10),
+                                          dict(g=0.4, gamma=1.0, C=4), dict(g=0.4, gamma=1.0, C=3, D=20),
+                                          dict(g=0.6, gamma=1.0, C=2)],
+          "multiclass.entropy": [dict(gamma=0.3, C=4, D=50), dict(gamma=1.0, C=3)]}
+
+
+@pytest.mark.parametrize("name", sorted(PER_VALUE))
+def test_every_multiclass_form_states_its_relative_error_per_value(name):
+    """The form's relative_bound is its per-value function (shaped as the value, a number >= 0 or inf), equal to the
+    family's function of the same route (the tests above and tests/test_multiclass*.py hold each route to it)."""
+    form = get(name)
+    assert form.accuracy.per_value is PER_VALUE[name] and math.isinf(form.accuracy.relative)
+    for point in POINTS[name]:
+        value, bound = form.numpy(**point), form.relative_bound(**point)
+        assert np.shape(bound) == np.shape(value)
+        assert np.all((bound >= 0) & ~np.isnan(bound)), (point, bound)
+        full = {p.name: point.get(p.name, p.default) for p in form.params}
+        assert np.array_equal(bound, PER_VALUE[name](**full)), point
+    assert name != "multiclass.cdf" or float(form.relative_bound(g=0.1, gamma=1.0, C=10)) < 1e-6
+
+
+def test_constant_and_per_value_forms_alike_answer_relative_bound():
+    assert get("igb.gamma").relative_bound(activation="relu") == get("igb.gamma").accuracy.relative
+    assert get("multiclass.var").relative_bound(gamma=1.0, C=10) == fam.VAR_REL
+    assert get("multiclass.paper_approx").relative_bound(g=0.3, gamma=1.0, C=10) == fam.PAPER_ERROR
+
+
+def test_p_empty_of_one_and_two_points_is_exact_from_the_moments():
+    """D <= 2: E[(1 - G)] = 1 - 1/C, E[(1 - G)^2] = (1 - 1/C)^2 + Var G_c (relative VAR_REL), against the mean over
+    exact fraction vectors (independent Monte Carlo, 5 SE: false failure <= 6e-7 per comparison)."""
+    for gamma, C in ((0.3, 4), (3.0, 30)):
+        assert float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=1)) == 1 - 1 / C
+        value = float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=2))
+        direct = ((1 - fam.vector_samples(gamma, C, seed=5)) ** 2).ravel()
+        assert abs(value - direct.mean()) <= 5 * direct.std(ddof=1) / math.sqrt(direct.size / C), (gamma, C)
+        assert float(get("multiclass.p_empty").relative_bound(gamma=gamma, C=C, D=2)) == fam.VAR_REL
+
+
+def test_cli_eval_bound_prints_the_stated_relative_error(capsys):
+    from igbsym.cli import main
+
+    def run(*args):
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out.strip().splitlines(), out.err.strip().splitlines()
+    code, (value, line), _ = run("eval", "multiclass.cdf", "g=0.1", "gamma=1", "C=10", "--bound")
+    bound = float(get("multiclass.cdf").relative_bound(g=0.1, gamma=1.0, C=10))
+    assert code in (0, None) and float(value) == float(get("multiclass.cdf").numpy(g=0.1, gamma=1.0, C=10))
+    assert line == f"relative error <= {bound:.3g}"
+    data = json.loads(run("eval", "multiclass.cdf", "g=0.1", "gamma=1", "C=10", "--bound", "--json")[1][0])
+    assert data["relative_bound"] == bound
+    lines = run("eval", "multiclass.cdf", "g=1e-13", "gamma=0.01", "C=10", "--bound")[1]
+    assert lines[1] == "relative error: no digit claimed"        # the far lower tail (~1e-300): no digit resolved
+    assert run("eval", "igb.gamma", "activation=relu", "--bound")[1][1] == "relative error <= 1e-12"
+    bad = subprocess.run([sys.executable, "-m", "igbsym", "eval", "multiclass.cdf", "g=0.1", "gamma=1", "C=10",
+                          "--bound", "--dps", "20"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--bound" in bad.stderr
