@@ -19,9 +19,10 @@ maximum, or 10^30 when it has none, on a log scale) — and checks, at each poin
   each case, Hypothesis draws random points and ``test_every_corner_of_the_declared_domain`` checks every
   parameter at its extremes (the ends of the double range, 0, the integer bounds) deterministically.
 * the NumPy value agrees with the reference to the form's stated accuracy (``form.accuracy``, 1e-12 relative by
-  default, or the bound the form states for this very value, ``form.relative_bound``; magnitudes below 1e-300 are compared absolutely at 1e-300·rel; a true value beyond the double range
-  may come back as ±inf of the right sign), or a ``NumericalError`` is raised where the true value is not an
-  ordinary double (|value| > 1.8e308) — never another exception, never a silent mismatch.
+  default, or the bound the form states for this very value, ``form.relative_bound``; magnitudes below 1e-300 are
+  compared absolutely at 1e-300·rel; a true value beyond the double range may come back as ±inf of the right sign),
+  or a ``NumericalError`` is raised where the true value is not an ordinary double (|value| > 1.8e308) — never
+  another exception, never a silent mismatch.
 * an array call (the point next to another drawn point) gives the scalar call's value within 1 ulp.
 
 ``python tests/test_domain.py [--points N] [--seed S]`` prints the per-form worst relative error over a seeded

@@ -48,7 +48,10 @@ Numeric routes (no closed form exists for C >= 3; each says how it is computed a
   Student t (15 dof, 99.99 %) times the between-scramble standard error, plus det_error of the value (relative to the
   nearer tail), plus the rows whose root falls below their u grid (computed), plus what G_hat's error (eta and the
   trapezoid's) can move the cdf by (``Deterministic.g_hat``, computed), plus the radial rule's error; relative:
-  b/(F_hat - b), inf where no digit is resolved (the far lower tail). Measured (``_centred``) at g in [1/(2C), 2/C]:
+  b/(F_hat - b), inf where no digit is resolved (the far lower tail). The density (``pdf``) is the rows' own, with
+  its own bound the same way (``_Table.density_bounded``: the Hermite slope's error, what G_hat's error moves it by,
+  the radial rule's). Every form states this per value (``Accuracy.per_value``: ``cdf_relative_bound``,
+  ``pdf_relative_bound``, ... ; ``igbsym eval --bound``). Measured (``_centred``) at g in [1/(2C), 2/C]:
   <= 1e-7 relative for gamma in [0.01, 0.3] at every C in [4, 10^4] and up to gamma = 10 at C = 4; 3e-7 ... 1e-6 at
   gamma = 1e-3; at gamma = 1 <= 5e-8 up to C = 10, 4e-7 ... 1e-5 above; 1e-6 ... 8e-5 at gamma = 3; the plain
   tables' 1e-7 ... 1e-5 at gamma = 10 and <= 3e-6 beyond. ``p_empty``, ``n_empty`` and ``entropy`` (any D) are
@@ -564,12 +567,12 @@ class _Table:
 
     def rows(self, g: np.ndarray) -> tuple:
         """Per row [rows, n_g]: (P(G_c <= g | others) = Phi(u*(g)/s), its g-derivative, the clip error, 1 where the
-        root is off the row's grid else 0, u*/s clipped to the grid). u*(g) = G_hat^-1(g) by cubic Hermite interpolation of u(p) between the two
-        grid points that bracket g (relative error of the cdf <= det_relative, measured). Where u* lies below the grid
-        or below -ROW_Z_MIN s the truth is in [0, Phi(lo/s)]: the value is the midpoint and the half-width the clip
-        error (computed, part of law_bound); above 8.5 s the value is 1 in double. Off the grid (below it or above its
-        end) the derivative is 0 and the row's true density unknown (density_bounded claims no digit where such a row
-        carries weight)."""
+        root is off the row's grid else 0, u*/s clipped to the grid). u*(g) = G_hat^-1(g) by cubic Hermite
+        interpolation of u(p) between the two grid points that bracket g (relative error of the cdf <= det_relative,
+        measured). Where u* lies below the grid or below -ROW_Z_MIN s the truth is in [0, Phi(lo/s)]: the value is the
+        midpoint and the half-width the clip error (computed, part of law_bound); above 8.5 s the value is 1 in
+        double. Off the grid (below it or above its end) the derivative is 0 and the row's true density unknown
+        (density_bounded claims no digit where such a row carries weight)."""
         t = _probit(np.clip(g, 1e-300, 1 - 1e-16))
         n, n_u = self.P.shape
         r = np.arange(n)[:, None]
@@ -2025,8 +2028,9 @@ def p_empty_bound_each(gamma, C, D) -> np.ndarray:
 
 def max_fraction_relative_bound(gamma, C, D) -> np.ndarray:
     """multiclass.max_fraction's stated relative error at each point: CLOSED_ERROR at gamma in {0, inf} with D = inf
-    and at gamma = inf (closed forms), VAR_REL at D = inf (the 2-d quadrature), BINARY_COUNT_ERROR at C = 2 with finite D
-    (max_fraction_binary), else T_FACTOR x the relative SE over the scrambles (max_fraction_se), b/(v - b) at 99.99 %."""
+    and at gamma = inf (closed forms), VAR_REL at D = inf (the 2-d quadrature), BINARY_COUNT_ERROR at C = 2 with
+    finite D (max_fraction_binary), else b/(v - b) with b = T_FACTOR x the SE over the scrambles (max_fraction_se),
+    99.99 %."""
     def one(gamma, C, D):
         if math.isinf(gamma) or (gamma == 0 and math.isinf(D)):
             return CLOSED_ERROR
@@ -2111,15 +2115,19 @@ _LAW_TEXT = ("C = 2 the igb closed form (relative 1e-12); C = 3 deterministic, r
              "other means with spherical-radial rows and control variates, at 99.99 % (Student t over 16 "
              "scrambles) plus the computed deterministic parts; exact at gamma in {0, inf}. ")
 _CDF_ACC = _per_value(_LAW_TEXT + "C >= 4: cdf_relative_bound = law_relative_bound, measured max over g in "
-                      "[1/(2C), 2/C], C in [4, 1e4]: <= 1e-7 at gamma in [0.01, 0.3], <= 5e-8 at gamma = 1 up to "
-                      "C = 10 and 4e-7 ... 4e-6 above, 1e-6 ... 3.3e-5 at gamma = 3, 1e-7 ... 1.2e-5 at gamma = 10, "
-                      "<= 3e-6 at gamma >= 100, 3e-7 ... 1e-6 at gamma = 1e-3 (there those g are tail values); inf "
-                      "in the far lower tail", cdf_relative_bound)
+                      "[1/(2C), 2/C], C in {4, 5, 10, 30, 100, 1e3, 1e4}: <= 1.2e-7 at gamma in [0.01, 0.3], "
+                      "<= 6.5e-8 at gamma = 1 up to C = 10 and 4.3e-7 ... 1.1e-5 above, 2e-9 (C = 4) ... 3.3e-5 "
+                      "(C = 1e3) and 7.8e-5 (C = 1e4) at gamma = 3, 2.4e-7 ... 1.4e-5 at gamma = 10, <= 2.8e-6 at "
+                      "gamma >= 100, 3e-7 ... 1.3e-6 at gamma = 1e-3 (there those g are tail values); inf in the far "
+                      "lower tail", cdf_relative_bound)
 _PDF_ACC = _per_value(_LAW_TEXT + "C >= 4: pdf_relative_bound, the density of the same rows with its own bound "
                       "(_Table.density_bounded: T x SE, the Hermite slope's error, what G_hat's error moves it by, "
-                      "the radial rule's; inf where a row off its grid or too few rows carry it), measured 6e-9 ... "
-                      "3e-6 at g in [0.3/C, 2/C] for C = 4, 5, 1e-7 ... 8e-5 at C = 10 ... 1000 (larger towards "
-                      "g = 1, where 1 - g is the scale)", pdf_relative_bound)
+                      "the radial rule's; inf where a row off its grid or too few rows carry it), measured max over "
+                      "g in [0.3/C, 2/C], C in {4, 5, 10, 30, 100, 1e3, 1e4}: <= 2.4e-6 at gamma <= 0.1 (the "
+                      "Hermite part; tail values down to 1e-142), 7.7e-9 (C = 4) ... 2.4e-6 (C = 30) ... 8.6e-5 "
+                      "(C = 1e4) at gamma = 1, 1.7e-8 (C = 4) ... 7.1e-5 (C = 100), 4.1e-4 (C = 1e3), 2.8e-3 "
+                      "(C = 1e4) at gamma = 3, 6.5e-6 ... 1e-4 up to C = 100 and 5.7e-4 ... 2.7e-3 above at gamma "
+                      "in [10, 100]", pdf_relative_bound)
 _VEC_ACC = _per_value("D = inf: exact where C = 2 (closed form) or gamma in {0, inf}, relative <= 1e-10 at C = 3 (1-d "
                       "integral 3 E_q[(Phi(-q/s_p) - Phi(p*/s_p))_+], multiclass_numerics/three.max_cdf), C = 4 "
                       "relative <= max(1e-6, 1e-12/(4 g - 1)) deterministic, in both tails (the ordered gaps, radius "
