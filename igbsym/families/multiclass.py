@@ -1167,7 +1167,7 @@ def p_empty_numpy(gamma, C, D):
     out = np.empty(gm.shape)
     for i, (gamma_, C_, D_) in enumerate(zip(gm, cc.astype(int), dd.astype(int))):
         if gamma_ == 0:
-            out[i] = (1 - 1 / C_) ** D_
+            out[i] = math.exp(D_ * math.log1p(-1 / C_))      # (1 - 1/C)^D: the power amplifies 1 - 1/C's rounding
         elif math.isinf(gamma_):
             out[i] = 1 - 1 / C_
         elif C_ == 2:
