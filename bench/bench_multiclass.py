@@ -43,9 +43,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import igbsym  # noqa: E402
-from igbsym.families import multiclass as fam  # noqa: E402
+from igbsym.multiclass_numerics import (bounds, chamber, common, dominant, functionals, law, nets, products,  # noqa: E402
+                                        spherical, vectors)
 
-BINNED = fam.BINNED_FROM
+BINNED = products.BINNED_FROM
 
 
 OLD = {"var_grid": 1.77, "max_point": 0.77, "cdf3": 0.19, "cdf1e4": 0.10, "p_empty3": 0.008}   # see the docstring
@@ -59,10 +60,10 @@ def timed(fn):
 
 def clear():
     """Forget the law tables and base points."""
-    fam._TABLES.clear()
-    fam._others.cache_clear()
-    fam.power_feature_means.cache_clear()
-    fam._taylor_table.cache_clear()
+    law._TABLES.clear()
+    nets.other_means.cache_clear()
+    spherical.power_feature_means.cache_clear()
+    products._taylor_table.cache_clear()
 
 
 def iid_se(gamma, C, D, seconds, stat, repeats):
@@ -70,8 +71,8 @@ def iid_se(gamma, C, D, seconds, stat, repeats):
     fraction vectors v (vector_samples), ``repeats`` multinomial draws each."""
     parts, t0, seed = [], time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds or seed < 2:
-        v = fam.vector_samples(gamma, C, seed=1000 + seed)
-        parts.append(fam.count_means(v, D, stat(v), 1000 + seed, repeats))
+        v = vectors.vector_samples(gamma, C, seed=1000 + seed)
+        parts.append(vectors.count_means(v, D, stat(v), 1000 + seed, repeats))
         seed += 1
     d = np.concatenate(parts)
     return d.std(0, ddof=1) / np.sqrt(d.shape[0])
@@ -85,12 +86,12 @@ def overtaken(v):     # max_fraction's old route: (max_c K_c - K_top)/D, top the
 def cdf_grid(G, C, exact: bool):
     """(seconds, values) of multiclass.cdf at g = 1/C on the grid, cold; exact=True: the exact-product route."""
     clear()
-    binned_from = fam.BINNED_FROM
-    fam.BINNED_FROM = fam.C_MAX + 1 if exact else binned_from
+    binned_from = products.BINNED_FROM
+    products.BINNED_FROM = common.C_MAX + 1 if exact else binned_from
     try:
         return timed(lambda: igbsym.get("multiclass.cdf").numpy(g=1 / C, gamma=G, C=C))
     finally:
-        fam.BINNED_FROM = binned_from
+        products.BINNED_FROM = binned_from
 
 
 def main():
@@ -124,7 +125,7 @@ def main():
     for cc in (4, 10, 100, 1000, 10000):
         clear()
         t, v = timed(lambda cc=cc: igbsym.get("multiclass.cdf").numpy(g=1 / cc, gamma=1.0, C=cc))
-        rb = float(fam.law_relative_bound(np.array([1 / cc]), 1.0, cc)[0])
+        rb = float(law.law_relative_bound(np.array([1 / cc]), 1.0, cc)[0])
         old = f"{OLD['cdf1e4']:.2f} s, absolute <= 0.05: {t / OLD['cdf1e4']:.0f}x the time" if cc == 10000 else ""
         print(f"  | cdf(1/C, gamma = 1) | {cc} | {float(v):.8f} | {rb:.1e} | {t:.2f} | {old} |")
     for name, kw in (("p_empty", dict(gamma=0.467, C=10, D=400)), ("p_empty", dict(gamma=0.467, C=100, D=300)),
@@ -132,8 +133,8 @@ def main():
                      ("entropy", dict(gamma=0.467, C=10, D=400))):
         clear()
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
-        rb = (fam.p_empty_relative_bound(kw["gamma"], kw["C"], kw["D"]) if name == "p_empty"
-              else fam.entropy_se(kw["gamma"], kw["C"], kw.get("D", np.inf))[1] * fam.T_FACTOR / float(v))
+        rb = (functionals.p_empty_relative_bound(kw["gamma"], kw["C"], kw["D"]) if name == "p_empty"
+              else functionals.entropy_se(kw["gamma"], kw["C"], kw.get("D", np.inf))[1] * common.T_FACTOR / float(v))
         print(f"  | {name} {kw} | {kw['C']} | {float(v):.8g} | {rb:.1e} | {t:.2f} | |")
     print("pdf at C >= 4: the density's stated relative bound (pdf_relative_bound: 99.99 % with its deterministic "
           "parts) at g in [0.3/C, 2/C] (max), the statistical part alone (T x SE of the densities: what the pdf "
@@ -142,10 +143,10 @@ def main():
     for gm, cc in ((0.1, 4), (1.0, 4), (1.0, 10), (0.01, 30), (3.0, 100), (1.0, 1000)):
         clear()
         g = np.geomspace(0.3 / cc, 2 / cc, 6)
-        tv, v = timed(lambda g=g, gm=gm, cc=cc: fam.pdf_numpy(g, gm, cc))
-        tb, b = timed(lambda g=g, gm=gm, cc=cc: fam.pdf_relative_bound(g, gm, cc))
-        f = fam._table(gm, cc).replicates(g)[1]
-        alone = fam.T_FACTOR * fam.scramble_se(f) / f.mean(0)
+        tv, v = timed(lambda g=g, gm=gm, cc=cc: law.pdf_numpy(g, gm, cc))
+        tb, b = timed(lambda g=g, gm=gm, cc=cc: bounds.pdf_relative_bound(g, gm, cc))
+        f = law.law_table(gm, cc).replicates(g)[1]
+        alone = common.T_FACTOR * common.scramble_se(f) / f.mean(0)
         print(f"  | {gm} | {cc} | {np.max(b):.1e} | {np.max(alone):.1e} | {tv:.2f} | {tb:.2f} |")
     print("spherical-radial tables (centred others: radius by a Gauss rule, direction by a rotated product rule or "
           "control-variated QMC) against the plain QMC tables on the same (gamma, C), cold; stated relative bound "
@@ -156,8 +157,8 @@ def main():
         row = []
         for centred in (False, True):
             clear()
-            t, (F, b) = timed(lambda centred=centred, gm=gm, cc=cc: fam.table_bound(fam._table(gm, cc, centred), g))
-            row += [float(np.max(fam._relative(F.mean(0), b))), t]
+            t, (F, b) = timed(lambda centred=centred, gm=gm, cc=cc: law.table_bound(law.law_table(gm, cc, centred), g))
+            row += [float(np.max(common.relative(F.mean(0), b))), t]
         print(f"  | {gm} | {cc} | {row[0]:.1e} | {row[1]:.2f} | {row[2]:.1e} | {row[3]:.2f} | "
               f"{row[0] / row[2]:.0f}x tighter | {row[3] / row[1]:.1f}x |")
     print("finite D (issue 27): entropy as a functional of the law (no sampling), max_fraction sampled over QMC nets "
@@ -167,12 +168,13 @@ def main():
                      ("max_fraction", dict(gamma=0.467, C=100, D=300)),
                      ("max_fraction", dict(gamma=0.1, C=1000, D=10_000))):
         clear()
-        fam.max_fraction_sampled.cache_clear()
+        vectors.max_fraction_sampled.cache_clear()
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
-        se = (fam.entropy_se if name == "entropy" else fam.max_fraction_se)(kw["gamma"], kw["C"], kw["D"])[1]
+        se_of = functionals.entropy_se if name == "entropy" else dominant.max_fraction_se
+        se = se_of(kw["gamma"], kw["C"], kw["D"])[1]
         ratio = ""
         if name == "max_fraction":   # the old route: i.i.d. vectors, 16 draws each, for the same time
-            old_se = iid_se(kw["gamma"], kw["C"], kw["D"], t, overtaken, fam.COUNT_REPEATS)
+            old_se = iid_se(kw["gamma"], kw["C"], kw["D"], t, overtaken, vectors.COUNT_REPEATS)
             ratio = (f" | i.i.d. vectors for the same time: relative SE {old_se / float(v):.1e} "
                      f"(variance {(old_se / se) ** 2:.1f}x)")
         print(f"  | {name} {kw} | {float(v):.10g} | relative SE {se / float(v):.1e} | {t:.2f} s{ratio} |")
@@ -180,12 +182,12 @@ def main():
           "5 / 50 / 95 % quantiles of max_c G_c, against the replaced empirical cdf (i.i.d. vectors, one count draw "
           "each) run for the same time")
     for gm, cc, dd in ((0.467, 3, 400), (0.467, 10, 400), (0.467, 100, 300)):
-        g = np.quantile(fam.max_fraction_samples(gm, cc), [0.05, 0.5, 0.95])
+        g = np.quantile(vectors.max_fraction_samples(gm, cc), [0.05, 0.5, 0.95])
         clear()
-        fam.max_cdf_sampled.cache_clear()
+        vectors.max_cdf_sampled.cache_clear()
         t, v = timed(lambda: igbsym.get("multiclass.max_fraction_cdf").numpy(g=g, gamma=gm, C=cc, D=dd))
-        se = fam.max_fraction_cdf_se(g, gm, cc, dd)
-        ks = fam.count_level(g, dd)
+        se = dominant.max_fraction_cdf_se(g, gm, cc, dd)
+        ks = vectors.count_level(g, dd)
         old = iid_se(gm, cc, dd, t, lambda v: lambda f: (f.max(1)[:, None] * dd <= ks + 0.5).astype(float), 1)
         print(f"  | (gamma, C, D) = ({gm}, {cc}, {dd}) | {t:.2f} s | " + " | ".join(
             f"F = {x:.4g}: relative SE {e / x:.1e}, empirical cdf {o / x:.1e} (variance {(o / e) ** 2:.0f}x)"
@@ -194,14 +196,14 @@ def main():
           "the same nets, relative SE (the cdf's worst at the 1 / 50 / 99 % quantiles of max_c K_c) and variance x "
           "time")
     for gm, cc, dd in ((0.03, 10, 30), (0.1, 100, 100)):
-        counts = np.rint(fam.observed_fractions(fam.vector_samples(gm, cc), dd).max(1) * dd)
+        counts = np.rint(vectors.observed_fractions(vectors.vector_samples(gm, cc), dd).max(1) * dd)
         ks = tuple(int(k) for k in np.unique(np.quantile(counts, [0.01, 0.5, 0.99], method="nearest")))
         cost = {}
         for exact in (True, False):
-            fam.max_fraction_sampled.cache_clear()
-            fam.max_cdf_sampled.cache_clear()
-            tm, (v, se) = timed(lambda exact=exact: fam.max_fraction_sampled(gm, cc, dd, exact))
-            tc, (F, sF) = timed(lambda exact=exact: fam.max_cdf_sampled(gm, cc, dd, ks, exact))
+            vectors.max_fraction_sampled.cache_clear()
+            vectors.max_cdf_sampled.cache_clear()
+            tm, (v, se) = timed(lambda exact=exact: vectors.max_fraction_sampled(gm, cc, dd, exact))
+            tc, (F, sF) = timed(lambda exact=exact: vectors.max_cdf_sampled(gm, cc, dd, ks, exact))
             e = float(np.max(sF / F))
             cost[exact] = ((se / v) ** 2 * tm, e * e * tc)
             print(f"  | ({gm}, {cc}, {dd}) {'exact' if exact else 'drawn'} | max_fraction relative SE {se / v:.1e} in "
@@ -213,12 +215,12 @@ def main():
           "route it replaced (max_cdf_replicates, 99.99 %), at the 0.1 / 1 / 50 / 99 % quantiles of max_c G_c: "
           "stated relative bound and time per value (tables cold)")
     for gm in (0.1, 1.0, 10.0):
-        levels = np.quantile(fam.vector_samples(gm, 4).max(1), [0.001, 0.01, 0.5, 0.99])
-        fam.chamber.max_cdf.cache_clear()
-        tc, new = timed(lambda gm=gm, levels=levels: [fam.chamber.max_cdf(float(x), gm, 4) for x in levels])
+        levels = np.quantile(vectors.vector_samples(gm, 4).max(1), [0.001, 0.01, 0.5, 0.99])
+        chamber.max_cdf.cache_clear()
+        tc, new = timed(lambda gm=gm, levels=levels: [chamber.max_cdf(float(x), gm, 4) for x in levels])
         clear()
-        to, (F, det, ess) = timed(lambda gm=gm, levels=levels: fam.max_cdf_replicates(levels, gm, 4))
-        old = fam._relative(F.mean(0), fam.replicate_bound(F, det, ess))
+        to, (F, det, ess) = timed(lambda gm=gm, levels=levels: dominant.max_cdf_replicates(levels, gm, 4))
+        old = common.relative(F.mean(0), common.replicate_bound(F, det, ess))
         print(f"  | gamma = {gm} | chamber " + ", ".join(f"{b / v:.1e}" for v, b in new) + f" in {tc / 4:.2f} s | "
               "tables " + ", ".join(f"{x:.1e}" for x in old) + f" in {to / 4:.2f} s | time ratio {tc / to:.1f} |")
     t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))

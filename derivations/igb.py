@@ -64,16 +64,18 @@ def _gamma(d: Derivation):
            "in the "
            "infinite-width limit; with zero-mean output weights v, Var_W(mu_c) = N E[v^2] E_x[phi]^2 and "
            "Var_chi(O_c) = N E[v^2] Var_x[phi] (IGB paper Eqs. 16-19), so gamma = E[phi]^2 / Var[phi].")
-    for name in ("relu", "leaky_relu", "identity", "srelu"):
+    kinked = [n for n, act in acts.ACTIVATIONS.items() if act.kinked]
+    for name in kinked:
         f = acts.get(name).expr.subs({acts.x_: x, acts.a_: a, acts.s_: sw})
         m = sp.integrate(f * gauss(0, sw), (x, -sp.oo, sp.oo))
         v = sp.integrate((f - m) ** 2 * gauss(0, sw), (x, -sp.oo, sp.oo))
         d.prove("igb.gamma", m**2 / v, activation=name)
     d.step("ReLU: gamma = (1/(2 pi)) / (1/2 - 1/(2 pi)) = 1/(pi - 1), independent of sigma_w.")
-    for name in ("tanh", "erf"):
+    odd = [n for n, act in acts.ACTIVATIONS.items() if act.odd and not act.kinked]
+    for name in odd:
         d.prove("igb.gamma", sp.S.Zero, activation=name)
-    d.step("tanh, erf (antisymmetric): E[phi] = 0 so gamma = 0 (IGB paper App. G.2).")
-    for name in ("sigmoid", "gelu", "silu"):
+    d.step(f"{', '.join(odd)} (antisymmetric): E[phi] = 0 so gamma = 0 (IGB paper App. G.2).")
+    for name in (n for n, act in acts.ACTIVATIONS.items() if not act.kinked and not act.odd):
         mean, var = mp_moment(name, False), mp_moment(name, True)
         d.prove_numeric_identity("igb.gamma", lambda sigma_w, mean=mean, var=var: mean(sigma_w) ** 2 / var(sigma_w),
                                  [dict(sigma_w=v) for v in ("0.5", "1", "2")], dps=30, tol=1e-11,

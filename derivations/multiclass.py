@@ -14,6 +14,7 @@ import sympy as sp
 
 import igbsym
 from igbsym.families import multiclass as fam
+from igbsym.multiclass_numerics import binary, functionals, law, paper, products, vectors
 from igbsym.functions import Phi
 from igbsym.multiclass_numerics.power import moment_excess
 
@@ -120,11 +121,13 @@ def _empty(d: Derivation):
     if sp.simplify(lhs - 1) != 0:
         raise DerivationError(f"normalisation of the kernel: {lhs}")
     pts = [dict(gamma=gm, C=2, D=dd) for gm in (0.05, 1.5, 20.0) for dd in (5, 30, 1000) if gm > 0.05 or dd < 1000]
-    _route_check(d, "multiclass.p_empty", pts, lambda gamma, C, D: fam.p_empty_mp(mpmath.mpf(gamma), 2, D), 2e-9,
+    _route_check(d, "multiclass.p_empty", pts, lambda gamma, C, D: functionals.p_empty_mp(mpmath.mpf(gamma), 2, D),
+                 2e-9,
                  "C = 2 equals E[Phi(sqrt(gamma) z)^D] (mpmath quadrature; 240-node rule, hardest at small gamma)",
                  relative=True)
-    _route_check(d, "multiclass.n_empty", pts[:3], lambda gamma, C, D: 2 * fam.p_empty_mp(mpmath.mpf(gamma), 2, D),
-                 2e-9, "n_empty = C p_empty (linearity of expectation), C = 2", relative=True)
+    _route_check(d, "multiclass.n_empty", pts[:3],
+                 lambda gamma, C, D: 2 * functionals.p_empty_mp(mpmath.mpf(gamma), 2, D), 2e-9,
+                 "n_empty = C p_empty (linearity of expectation), C = 2", relative=True)
 
 
 def _vectors(d: Derivation):
@@ -138,9 +141,9 @@ def _vectors(d: Derivation):
         raise DerivationError(f"E max at C = 2: derivative {deriv} != {sp.diff(target, a)}")
     d.step("", sp.Eq(sp.Symbol("E\\max(G,1-G)"), target.subs(a, sp.sqrt(gamma))))
     _dominant(d)
-    n = fam.vector_samples(1.0, 2).shape[0]
-    for name, ref, sd in (("multiclass.max_fraction", fam.binary_max_mp, 0.25),
-                          ("multiclass.entropy", fam.binary_entropy_mp, 0.3)):
+    n = vectors.vector_samples(1.0, 2).shape[0]
+    for name, ref, sd in (("multiclass.max_fraction", binary.binary_max_mp, 0.25),
+                          ("multiclass.entropy", binary.binary_entropy_mp, 0.3)):
         tol = 5 * sd / math.sqrt(n)
         _route_check(d, name, [dict(gamma=gm, C=2) for gm in (0.3, 1.0, 5.0)],
                      lambda gamma, C, ref=ref: ref(mpmath.mpf(gamma), 2, mpmath.inf), tol,
@@ -230,7 +233,7 @@ def _dominant(d: Derivation):
            "C E[Phi_2^(C-1)] at C = 2 reproduces it to 1e-12 relative. C = 3: the route against Monte Carlo over exact "
            "fraction vectors (the definition max_c G_c):")
     for gm in (0.3, 3.0):
-        x = fam.max_fraction_samples(gm, 3)
+        x = vectors.max_fraction_samples(gm, 3)
         got = float(igbsym.get("multiclass.max_fraction").numpy(gamma=gm, C=3))
         se = float(x.std(ddof=1)) / math.sqrt(x.size)
         require(abs(got - x.mean()) <= 5 * se, f"max_fraction C = 3 vs Monte Carlo at gamma = {gm}")
@@ -270,7 +273,8 @@ def _three_classes(d: Derivation):
 
 def _binned(d: Derivation):
     """The binned product over the other means in the law tables (multiclass.binned_log_cdf_of_max)."""
-    d.step(f"Law tables, C >= {fam.BINNED_FROM}: log H(w) = sum_j f(w - u_j), f = log Phi, with the other means in "
+    d.step(f"Law tables, C >= {products.BINNED_FROM}: log H(w) = sum_j f(w - u_j), f = log Phi, "
+           "with the other means in "
            "bins of width h on a lattice hanging from the largest (centres c_k = u_(1) - k h, offsets e_j = u_j - c_k, "
            "|e_j| <= h/2). The Taylor expansion with the Lagrange remainder at order p = 5 gives, per bin, "
            "sum_j f(x - e_j) = sum_(n <= 5) (-1)^n f^(n)(x)/n! sum_j e_j^n + R, |R| <= sup|f^(6)|/6! sum_j |e_j|^6, "
@@ -293,7 +297,7 @@ def _binned(d: Derivation):
     for x0 in points:
         at = {x: sp.Rational(str(x0))}
         lam0 = lam.rewrite(sp.erf).subs(at).evalf(40)
-        got = fam.log_phi_derivatives(np.array([x0]), 6)[:, 0]
+        got = products.log_phi_derivatives(np.array([x0]), 6)[:, 0]
         for k in range(7):
             exact = direct[k].subs(at).evalf(30)
             poly = P[k].rewrite(sp.erf).subs({**at, lam_s: lam0}).evalf(30)
@@ -302,10 +306,10 @@ def _binned(d: Derivation):
     require(worst < 1e-8, f"log_phi_derivatives vs SymPy: {worst:.1e} (its stated accuracy: 1e-8 absolute)")
     d.step(f"Checked: P_k(x, lambda(x)) = d^k log Phi/dx^k (SymPy, 30 digits, k <= 6, x in {points}), and "
            f"the polynomials of the module reproduce them to {worst:.0e}. sup|f^(6)| = 0.44548 (x = 1.949) <= "
-           f"{fam.D6_SUP} (tests: a fine grid plus the Lipschitz margin of the seventh derivative), so the binned "
-           f"log H is within eta = {fam.D6_SUP}/720 sum_j |e_j|^6 (+ 1.2e-19 per other dropped more than 17.5 below "
-           "the largest); the kernels of G are >= 0, so G_hat/G is in [e^-eta, e^eta] and the cdf error is at most "
-           "F(g e^eta) - F(g e^-eta), added to law_bound.")
+           f"{products.D6_SUP} (tests: a fine grid plus the Lipschitz margin of the seventh derivative), so the "
+           f"binned log H is within eta = {products.D6_SUP}/720 sum_j |e_j|^6 (+ 1.2e-19 per other dropped more than "
+           "17.5 below the largest); the kernels of G are >= 0, so G_hat/G is in [e^-eta, e^eta] and the cdf error is "
+           "at most F(g e^eta) - F(g e^-eta), added to law_bound.")
 
 
 def _paper(d: Derivation):
@@ -317,7 +321,7 @@ def _paper(d: Derivation):
     pts = [dict(g=x, gamma=gm, C=cc) for x, gm, cc in ((0.1, 0.3, 2), (0.8, 3.0, 2), (0.4, 0.3, 3), (0.1, 3.0, 3),
                                                         (0.8, 0.3, 50), (0.4, 3.0, 50))]
     _route_check(d, "multiclass.paper_approx", pts,
-                 lambda g, gamma, C: fam.paper_approx_mp(mpmath.mpf(g), mpmath.mpf(gamma), C), 1e-9,
+                 lambda g, gamma, C: paper.paper_approx_mp(mpmath.mpf(g), mpmath.mpf(gamma), C), 1e-9,
                  "Gumbel-Gauss rule vs mpmath quadrature of the defining integral")
     d.step("C = 2: the other maximum is the single other mean, so the construction is exact there (= igb.cdf).")
     grid = np.linspace(0.0005, 0.9995, 1000)
@@ -355,10 +359,10 @@ def paper_error_table(gammas=(0.1, 0.5, 1.0, 2.0, 10.0), classes=(3, 10, 100, 10
     fine = np.linspace(0.0005, 0.9995, 1000)
     for cc in classes:
         for gm in gammas:
-            exact, se = fam.law_se(grid, gm, cc)
-            paper = igbsym.get("multiclass.paper_approx").numpy(g=grid, gamma=gm, C=cc)
+            exact, se = law.law_se(grid, gm, cc)
+            approx = igbsym.get("multiclass.paper_approx").numpy(g=grid, gamma=gm, C=cc)
             mean_paper = 1 - float(np.mean(igbsym.get("multiclass.paper_approx").numpy(g=fine, gamma=gm, C=cc)))
-            rows.append((gm, cc, float(np.max(np.abs(paper - exact))), mean_paper - 1 / cc, float(np.max(se))))
+            rows.append((gm, cc, float(np.max(np.abs(approx - exact))), mean_paper - 1 / cc, float(np.max(se))))
     return rows
 
 

@@ -6,6 +6,7 @@ the registry. Lemma F.1 of norm-placement-bn-ln.txt is checked for every real α
 import mpmath
 import sympy as sp
 
+import igbsym
 from igbsym import activations as acts
 
 from .base import Derivation, require
@@ -132,20 +133,21 @@ def _activations(d: Derivation):
         elif sp.simplify(f + f.subs(x, -x) - 1) == 0:
             d.step(f"{name}: phi(x) + phi(-x) = 1, so E[phi(X)] = 1/2.")
             d.prove(mean_form, sp.S.Half, activation=name)
-        elif name != "silu":
+        elif igbsym.get(mean_form).is_exact(activation=name):
             d.prove(mean_form, sp.integrate((f * gauss(0, s)).rewrite(sp.erf), (x, -sp.oo, sp.oo)), activation=name)
         else:
             d.prove_numeric_identity(mean_form, mp_moment(name, False), pts, dps=30, tol=1e-20,
                                      reason="no closed form; quadrature vs independent mpmath z-space quadrature",
                                      activation=name)
-        if name in ("relu", "leaky_relu", "identity", "srelu"):
+        if act.homogeneous or act.kinked:    # piecewise linear (and srelu's shift): SymPy integrates it
             m = sp.integrate(f * gauss(0, s), (x, -sp.oo, sp.oo))
             d.prove("activation.var", sp.integrate((f - m) ** 2 * gauss(0, s), (x, -sp.oo, sp.oo)), activation=name)
         else:
-            why = ("Williams (1997) arcsine form, SymPy cannot integrate erf^2 against a Gaussian"
-                   if name == "erf" else "no closed form; quadrature vs independent mpmath z-space quadrature")
-            d.prove_numeric_identity("activation.var", mp_moment(name, True), pts, dps=30, tol=1e-20 if name == "erf"
-                                     else 1e-12, reason=why, activation=name)
+            exact = igbsym.get("activation.var").is_exact(activation=name)
+            why = ("exact form on the entry (erf: Williams (1997) arcsine), SymPy cannot integrate phi^2 against a "
+                   "Gaussian" if exact else "no closed form; quadrature vs independent mpmath z-space quadrature")
+            d.prove_numeric_identity("activation.var", mp_moment(name, True), pts, dps=30,
+                                     tol=1e-20 if exact else 1e-12, reason=why, activation=name)
 
 
 def derive() -> Derivation:

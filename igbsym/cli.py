@@ -3,7 +3,9 @@
 The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eval NAME k=v ... [--dps N]
 [--json] [--bound]``, ``latex NAME`` / ``latex --all -o FILE.tex``, ``derive FAMILY``, ``validate [--family F]
 [--device D] [--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``, ``sweep GRID.toml [--db FILE]
-[--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json] [--plot DIR]``.
+[--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json] [--plot DIR]``,
+``train --model M --data D --inits N --steps S [--lr LR] [--optimizer sgd|adam] [--batch-size B] [--classes C]
+[--zero-bias] [--seed S] [--report DIR] [--json]``.
 Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
 The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and
@@ -303,6 +305,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--theory", action="store_true", help="the infinite-width theory on the same data next to "
                    "each measurement (igbsym.nngp; models whose modules all have kernel maps)")
     s.set_defaults(func="igbsym.validation.probe_report:run")
+
+    s = sub.add_parser("train", help="train many inits; training curves grouped by the initial prejudice |G0 - 1/2|")
+    s.add_argument("--model", required=True, help="built-in name or module.path:factory (as probe)")
+    s.add_argument("--data", required=True, help="digits, digits-parity, gaussian[:SHAPE[:D]], or a .npy/.pt file")
+    s.add_argument("--inits", type=int, required=True)
+    s.add_argument("--steps", type=int, required=True)
+    s.add_argument("--lr", type=float, default=None, help="learning rate (default 0.01 for sgd, 0.001 for adam)")
+    s.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"))
+    s.add_argument("--batch-size", type=int, default=None, help="mini-batch size (default 256; >= D: full batch)")
+    s.add_argument("--classes", type=int, default=None, help="outputs of a built-in model; macro-classes = label mod C")
+    s.add_argument("--zero-bias", action="store_true")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--report", default=None, help="folder for CSV/JSON/figures and the resumable store train.db")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func="igbsym.validation.train_report:run")
     return p
 
 

@@ -24,24 +24,18 @@ from functools import lru_cache
 
 import mpmath
 
+from .activations import ACTIVATIONS as ENTRIES, get as entry
 from .errors import NumericalError
 
-ACTIVATIONS = ("gelu", "silu")
+# the activations with exact derivatives at 0 on their entry (φ(0) = 0, φ − φ'(0)x even: GELU, SiLU)
+ACTIVATIONS = tuple(n for n, act in ENTRIES.items() if act.derivative_at_zero is not None)
 Q_MAX = 0.01           # σ_w <= 0.1: here e^(−π²/(2q)) < 1e-214 and the series in k needs <= ~80 terms at 100 digits
 GUARD = 15             # extra digits for the coefficients (the alternating sums in j)
 
 
 def _derivative_at_zero(name: str, n: int):
-    """φ^(n)(0) at the working precision (exact rational × constant)."""
-    if n == 1:
-        return mpmath.mpf(1) / 2
-    if n == 0 or n % 2:
-        return mpmath.mpf(0)
-    if name == "gelu":
-        m = n // 2 - 1
-        return (-1) ** m * mpmath.factorial(n) / (mpmath.sqrt(2 * mpmath.pi) * 2**m * mpmath.factorial(m)
-                                                  * (2 * m + 1))
-    return (mpmath.mpf(2) ** n - 1) * mpmath.bernoulli(n)      # silu
+    """φ^(n)(0) at the working precision: the entry's exact ``derivative_at_zero`` (igbsym.activations)."""
+    return entry(name).derivative_at_zero(n)
 
 
 def _gauss_derivative(name: str, k: int, q, tol):
@@ -49,7 +43,8 @@ def _gauss_derivative(name: str, k: int, q, tol):
     ``tol``·q/4 (S >= q A_1² = q/4: ``tol`` relative to S); raises NumericalError if SiLU's asymptotic terms turn to
     grow before that."""
     total, j = mpmath.mpf(0), 0
-    turn = k + mpmath.pi**2 / (2 * q)            # beyond it SiLU's terms grow (GELU's keep falling)
+    turn = k + mpmath.mpf(entry(name).strip) ** 2 / (2 * q)   # beyond it the terms of φ with poles at
+    #                                                                       ±i·strip grow (SiLU; GELU's keep falling)
     scale = q**k / mpmath.factorial(k)
     while True:
         term = _derivative_at_zero(name, k + 2 * j) * q**j / (2**j * mpmath.factorial(j))

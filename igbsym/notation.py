@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .activations import ACTIVATIONS as ENTRIES
+
 SQRT_2PI = sp.Symbol("sqrt_2pi", positive=True)   # printed \sqrt{2\pi}; substitute sqrt(2*pi) to compare
 SQRT_2 = sp.Symbol("sqrt_2", positive=True)       # printed \sqrt{2}: lets σ/(√2 √ln k) stay as written
 
-ACTIVATIONS = {"relu": r"\mathrm{ReLU}", "leaky_relu": r"\phi_a", "identity": r"\mathrm{id}", "tanh": r"\tanh",
-               "erf": r"\operatorname{erf}", "sigmoid": r"\mathrm{sigm}", "gelu": r"\mathrm{GELU}",
-               "silu": r"\mathrm{SiLU}", "srelu": r"\mathrm{SReLU}"}
+ACTIVATIONS = {name: act.tex for name, act in ENTRIES.items()}   # LaTeX names, from the entries
 VALUES = {
     "activation": ACTIVATIONS,
     "estimator": {"proxy": r"\tilde B", "canonical": "z"},

@@ -13,11 +13,41 @@ settings.load_profile(os.environ.get("IGBSYM_HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")
-def all_derivations():
-    """Every family's derivation, run once per session (under pytest-xdist: once per worker that runs
-    test_coverage or test_latex)."""
+def all_derivations(tmp_path_factory):
+    """Every family's derivation, each run once per test session: under pytest-xdist the workers share them through
+    the session's common temporary folder (one pickle per family, written under a per-family lock), and a worker
+    takes the families no other worker is running first, so two workers that need them all split the work."""
     from igbsym import derivations
-    return [derivations.run(fam) for fam in derivations.modules()]
+    root = tmp_path_factory.getbasetemp().parent / "igbsym-derivations"
+    root.mkdir(exist_ok=True)
+    return shared_results(derivations.modules(), derivations.run, root)
+
+
+def shared_results(keys, compute, root):
+    """[compute(k) for k in keys], each computed by one process of the session and read back by the others."""
+    import fcntl
+    import pickle
+    import time
+    done, pending = {}, list(keys)
+    while pending:
+        for key in list(pending):
+            with open(root / f"{key}.lock", "w") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue                                  # another worker is computing it: take the next one
+                path = root / f"{key}.pickle"
+                if path.exists():
+                    done[key] = pickle.loads(path.read_bytes())
+                else:
+                    done[key] = compute(key)
+                    part = path.with_suffix(".part")
+                    part.write_bytes(pickle.dumps(done[key]))
+                    part.rename(path)
+            pending.remove(key)
+        if pending:
+            time.sleep(0.2)
+    return [done[k] for k in keys]
 
 
 # --- no vacuous pytest.approx ----------------------------------------------------------------------------------

@@ -83,8 +83,8 @@ def test_every_package_is_installed():
     assert found == listed, f"missing from pyproject: {found - listed}; listed but absent: {listed - found}"
 
 
-def test_no_import_circle():
-    """Tarjan's strongly connected components of the import graph (module-level and function-level imports)."""
+def _edges() -> dict:
+    """module -> the igbsym modules it imports (module-level and function-level imports)."""
     edges = {m: set() for m in MODULES}
     for name, path in MODULES.items():
         for _, target, names in _imports(name, path):
@@ -93,6 +93,43 @@ def test_no_import_circle():
                     t = t.rsplit(".", 1)[0]
                 if t in MODULES and t != name:
                     edges[name].add(t)
+    return edges
+
+
+# The core's layers, top to bottom (docs/ARCHITECTURE.md "Layers"): a module imports only its own layer and those
+# above it. validation/ and derivations/ sit below everything; the package __init__ re-exports and is exempt.
+LAYERS = [("errors", "functions", "numerics", "route"), ("activations",), ("gauss",), ("extreme", "bn_law", "mehler"),
+          ("ops",), ("spec",), ("engine", "nngp", "multiclass_numerics"), ("notation", "prose", "latex"),
+          ("form", "registry", "params", "kurtosis_api"), ("families",), ("predict", "law", "files", "cli", "__main__")]
+
+
+def _layer(module: str):
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] in ("validation", "derivations"):
+        return None
+    return next(i for i, names in enumerate(LAYERS) if parts[1] in names)
+
+
+def test_the_layer_table_is_true():
+    """Every core import goes up the layer table (or stays in its layer), and docs/ARCHITECTURE.md's table lists the
+    same layers in the same order (each row names its modules in backticks)."""
+    bad = [f"{a} -> {b}" for a, targets in _edges().items() for b in targets
+           if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a)]
+    assert not bad, bad
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    table = text.split("## Layers", 1)[1].split("\n\n", 2)[1]
+    rows = [r for r in table.splitlines() if r.startswith("|")][2:]
+    assert len(rows) == len(LAYERS)
+    for row, names in zip(rows, LAYERS):
+        cell = row.split("|")[2]
+        assert all(f"`{n}" in cell for n in names), (names, cell)
+    core = {m.split(".")[1] for m in MODULES if _layer(m) is not None or m.count(".") == 1}
+    assert core - {"validation", "derivations"} <= {n for names in LAYERS for n in names}
+
+
+def test_no_import_circle():
+    """Tarjan's strongly connected components of the import graph (module-level and function-level imports)."""
+    edges = _edges()
     index, low, stack, on, circles, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):
@@ -123,7 +160,7 @@ def test_no_import_circle():
 
 
 def test_no_isinstance_dispatch_on_op_types_outside_the_ops():
-    """Composition reads the protocol (stage, degree, keeps_share, children, noise, ...), never the op's class."""
+    """Composition reads the protocol (roles, degree, keeps_share, children, noise, ...), never the op's class."""
     op_names = set(O.OPS)
     bad = []
     for name, path in MODULES.items():
@@ -138,19 +175,29 @@ def test_no_isinstance_dispatch_on_op_types_outside_the_ops():
     assert not bad, bad
 
 
+def test_no_dispatch_on_stage_names_outside_the_ops():
+    """Composition asks an op for its role (starts_layer, elementwise, draws_weights, spatial, children), never
+    compares its ``stage`` label (the simulator's name for a recorded tensor): issue 51."""
+    bad = []
+    for name, path in MODULES.items():
+        if name.startswith("igbsym.ops"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+            if any(isinstance(side, ast.Attribute) and side.attr == "stage" for side in sides):
+                bad.append(f"{path}:{node.lineno}")
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("name", sorted(O.OPS))
 def test_every_op_implements_the_protocol(name):
     """Every registered op maps a state on NumPy and mpmath, has a noise factor (or refuses in one line), a degree
     in {0, 1, None} and a torch module; ``at`` and ``as_float`` preserve it."""
     cls = O.OPS[name]
-    examples = {"Dense": O.Dense(4, 1.3), "Act": O.Act("gelu"), "LayerNorm": O.LayerNorm(), "RMSNorm": O.RMSNorm(),
-                "BatchNorm": O.BatchNorm(), "MaxPool": O.MaxPool(1), "Scale": O.Scale(0.7),
-                "Residual": O.Residual(0.5, (O.Dense(4, 1.1), O.Act("relu"))), "Conv2d": O.Conv2d(4, 3, 1, 1),
-                "AvgPool2d": O.AvgPool2d(2), "GlobalAvgPool": O.GlobalAvgPool(), "Flatten": O.Flatten()}
-    op = examples[name]
+    op = cls.example()
     assert isinstance(op, cls) and op.degree in (0, 1, None) and op.stage
     s = O.State(np.float64(1.7), np.float64(0.2), np.float64(0.8), np.float64(0.0))
-    if op.stage in ("conv", "pool") and name != "MaxPool":   # image ops: the i.i.d. state has no positions
+    if op.spatial:                                   # image ops: the i.i.d. state has no positions
         for fn in (op.numpy, op.mp, lambda st: op.noise(st, "numpy")):
             with pytest.raises(igbsym.InputError, match=name):
                 fn(s)
@@ -224,13 +271,13 @@ def test_engine_walk_is_periodic_composition():
     """predict's engine view: an MLP is a head Dense and L blocks; the walk equals composing the maps op by op."""
     ops = NetSpec(None, (None,) * 5, "sigmoid", norm="rmsnorm", placement="post").all_ops()
     head, block, L = periodic(ops)
-    assert L == 5 and len(head) == 1 and block[-1].stage == "pre"
+    assert L == 5 and len(head) == 1 and block[-1].starts_layer
     assert periodic((O.Dense(None), O.Act("relu"), O.Dense(None, 2.0), O.Act("tanh")))[2] == 1   # one block
     state, plain, seen = O.input_state(), [], False
     for op in ops:
-        if op.stage == "pre" and seen:
+        if op.starts_layer and seen:
             plain.append(float(state.c / state.e))
-        seen = seen or op.stage == "pre"
+        seen = seen or op.starts_layer
         state = op.map(state, "numpy")
     walked = walk(head, block, L)
     assert min(plain) > 0.01 and [float(g) for g in walked] == pytest.approx(plain, rel=1e-12)

@@ -21,15 +21,17 @@ import pytest
 from scipy import special
 
 import igbsym
-from igbsym.families import multiclass as fam
+from igbsym.multiclass_numerics import common, law, nets, products, tables
+
+SLOW = pytest.mark.slow      # a neighbour of the cases kept in the CI budget (run them with -m slow)
 
 EPS = np.finfo(float).eps
 GAMMAS = (1e-3, 0.03, 1.0, 10.0, 1e3)
 
 
 def exact_log_h(u, C):
-    rel, (c0, c1) = fam._law_grid(C)[:2]
-    H = fam._cdf_of_max(u[:, :1] + rel[None, c0:c1], u)
+    rel, (c0, c1) = products.law_grid(C)[:2]
+    H = products.cdf_of_max(u[:, :1] + rel[None, c0:c1], u)
     return np.log(np.where(H > 1e-300, H, np.nan))
 
 
@@ -37,7 +39,7 @@ def test_log_phi_derivatives_match_mpmath():
     mpmath.mp.dps = 40
     try:
         for x in (-8.5, -3.0, -0.7, 0.0, 1.231, 1.949, 4.0, 9.0, 25.0):
-            got = fam.log_phi_derivatives(np.array([x]), 6)[:, 0]
+            got = products.log_phi_derivatives(np.array([x]), 6)[:, 0]
             ref = [float(mpmath.diff(lambda t: mpmath.log(mpmath.ncdf(t)), x, n)) for n in range(7)]
             assert np.all(np.abs(got - ref) <= 1e-8 + 1e-12 * np.abs(ref)), (x, got - ref)
     finally:
@@ -48,22 +50,22 @@ def test_remainder_constant_bounds_the_sixth_derivative():
     """Taylor points x = w - u lie in [-8.5, 40] (core w >= top - 8.5; bins dropped below D_CUT keep x <= 8.5 + 3.7 +
     D_CUT + h); beyond 40, |f^(6)| ~ phi(x) x^5 < 1e-340. Grid maximum + (step/2) max |f^(7)| bounds the supremum."""
     x = np.linspace(-8.5, 40.0, 485_001)
-    f = fam.log_phi_derivatives(x, 7)
+    f = products.log_phi_derivatives(x, 7)
     sup6 = np.abs(f[6]).max() + (x[1] - x[0]) / 2 * np.abs(f[7]).max()
-    assert sup6 <= fam.D6_SUP
-    assert np.abs(f[6]).max() >= 0.999 * fam.D6_SUP          # and it is the supremum (not a loose constant)
+    assert sup6 <= products.D6_SUP
+    assert np.abs(f[6]).max() >= 0.999 * products.D6_SUP          # and it is the supremum (not a loose constant)
 
 
-@pytest.mark.parametrize("C", [3, 10, 100, 1000])
+@pytest.mark.parametrize("C", [3, 10, 100, pytest.param(1000, marks=SLOW)])
 def test_binned_log_products_within_eta_of_the_exact_product(C):
-    xi = fam._others(C)[0].reshape(-1, C - 1)[:1024]        # the route is per row: 1024 rows suffice
-    rel = fam._law_grid(C)[0]
+    xi = nets.other_means(C)[0].reshape(-1, C - 1)[:1024]        # the route is per row: 1024 rows suffice
+    rel = products.law_grid(C)[0]
     h = rel[1] - rel[0]
-    a_priori = fam.D6_SUP / 720 * (C - 1) * (h / 2) ** 6 + fam.LOG_PHI_9 * (C - 1)
+    a_priori = products.D6_SUP / 720 * (C - 1) * (h / 2) ** 6 + products.LOG_PHI_9 * (C - 1)
     largest_err = largest_eta = 0.0
     for gamma in GAMMAS:
         u = math.sqrt(gamma) * xi
-        log_h, eta = fam.binned_log_cdf_of_max(u, C)
+        log_h, eta = products.binned_log_cdf_of_max(u, C)
         ref = exact_log_h(u, C)
         ok = np.isfinite(ref)
         err = np.abs(log_h - ref)
@@ -81,20 +83,20 @@ def test_law_tables_binned_vs_exact_products_within_their_g_hat_bound(C, monkeyp
     error moves it by). The comparison is per row, so the tables are built on 16 x 2^5 points (points_log2 patched;
     the base points' cache cleared around it)."""
     g = np.array([1e-6, 1e-3, 0.01, 0.05, 1 / C, 0.2, 0.5, 0.9, 0.999])
-    monkeypatch.setattr(fam, "points_log2", lambda C: 5)
-    fam._others.cache_clear()
+    monkeypatch.setattr(nets, "points_log2", lambda C: 5)
+    nets.other_means.cache_clear()
     try:
         _binned_vs_exact_tables(C, g, monkeypatch)
     finally:
-        fam._others.cache_clear()
+        nets.other_means.cache_clear()
 
 
 def _binned_vs_exact_tables(C, g, monkeypatch):
     for gamma in (1e-3, 0.03, 1.0, 30.0):
-        binned = fam._build_table(gamma, C, fam._centred(gamma, C))
+        binned = law.build_table(gamma, C, law.is_centred(gamma, C))
         with monkeypatch.context() as m:
-            m.setattr(fam, "BINNED_FROM", fam.C_MAX + 1)
-            exact = fam._build_table(gamma, C, fam._centred(gamma, C))
+            m.setattr(law, "BINNED_FROM", common.C_MAX + 1)
+            exact = law.build_table(gamma, C, law.is_centred(gamma, C))
         assert exact.eta == 0 and 0 < binned.eta <= 2e-8
         G_binned, G_exact = special.ndtr(binned.P), special.ndtr(exact.P)      # the tables keep probit G
         seen = G_exact > 1e-15
@@ -115,12 +117,12 @@ def test_taylor_density_rule_covers_the_two_roots(C, gamma, monkeypatch):
     where the difference is resolved the stated remainder is at most TAYLOR_SAFETY x it (a mutation of the factor
     or of the density fails; one of TAYLOR_LOCAL fails the first assertion). Controlled (C = 10, 30, 1000) and
     plain (C = 100, gamma = 30) tables on 16 x 2^8 points."""
-    monkeypatch.setattr(fam, "points_log2", lambda C: 8)
-    fam._others.cache_clear()
+    monkeypatch.setattr(nets, "points_log2", lambda C: 8)
+    nets.other_means.cache_clear()
     try:
-        tab = fam._build_table(gamma, C, fam._centred(gamma, C))
+        tab = law.build_table(gamma, C, law.is_centred(gamma, C))
     finally:
-        fam._others.cache_clear()
+        nets.other_means.cache_clear()
     g = special.ndtr(np.linspace(-30.0, 6.0, 45))
     for eta in (tab.eta, 1e-6):
         tab.eta = eta
@@ -130,7 +132,7 @@ def test_taylor_density_rule_covers_the_two_roots(C, gamma, monkeypatch):
         assert np.all(two <= parts.g_hat + 2.0 ** -50), (eta, two, parts.g_hat)    # 4 ulp of the values (<= 1)
         resolved = two > np.maximum(1e-12 * np.minimum(F, 1 - F), 1e3 * EPS * np.abs(F)) + 1e-300   # >> rounding
         assert resolved.sum() >= 5
-        assert np.all(parts.g_hat[resolved] <= fam.TAYLOR_SAFETY * two[resolved] * (1 + 1e-2)), eta
+        assert np.all(parts.g_hat[resolved] <= tables.TAYLOR_SAFETY * two[resolved] * (1 + 1e-2)), eta
 
 
 def test_rows_near_one_do_not_depend_on_the_other_g(monkeypatch):
@@ -138,12 +140,12 @@ def test_rows_near_one_do_not_depend_on_the_other_g(monkeypatch):
     unsorted the stacked search keys of _Table.rows, so a row's value at g = 1 - 1e-16 moved by up to 7e-5 with the
     other g values of the call (numpy's searchsorted uses its previous answer as a hint). The rows are now the
     same alone and beside other g (plain table, C = 100, gamma = 30, 16 x 2^8 points)."""
-    monkeypatch.setattr(fam, "points_log2", lambda C: 8)
-    fam._others.cache_clear()
+    monkeypatch.setattr(nets, "points_log2", lambda C: 8)
+    nets.other_means.cache_clear()
     try:
-        tab = fam._build_table(30.0, 100, False)
+        tab = law.build_table(30.0, 100, False)
     finally:
-        fam._others.cache_clear()
+        nets.other_means.cache_clear()
     assert np.all(np.diff(tab.P, axis=1) >= 0)
     top = np.array([1 - 1e-16])
     alone = tab.rows(top)[0][:, 0]
@@ -151,15 +153,15 @@ def test_rows_near_one_do_not_depend_on_the_other_g(monkeypatch):
         assert np.array_equal(tab.rows(np.array([1 - 1e-16, other]))[0][:, 0], alone), other
 
 
-@pytest.mark.parametrize("C", [3, 12, 150])
+@pytest.mark.parametrize("C", [3, 12, pytest.param(150, marks=SLOW)])
 def test_array_call_equals_scalar_calls(C, monkeypatch):
     gammas = np.array([2e-3, 0.3, 1.0, 7.0, 400.0])
     g = np.array([0.3 / C, 1 / C, 2.5 / C])
     cdf = igbsym.get("multiclass.cdf")
-    monkeypatch.setattr(fam, "_TABLES", {})
+    monkeypatch.setattr(law, "_TABLES", {})
     together = cdf.numpy(g=g[:, None], gamma=gammas[None, :], C=C)
     for j, gamma in enumerate(gammas):
-        fam._TABLES.clear()
+        law._TABLES.clear()
         for i, gg in enumerate(g):
             assert float(cdf.numpy(g=gg, gamma=gamma, C=C)) == together[i, j], (gamma, gg)
 
@@ -169,4 +171,4 @@ def test_cdf_at_many_classes_is_monotone_in_unit_interval():
     for gamma in (0.01, 1.0, 100.0):
         F = igbsym.get("multiclass.cdf").numpy(g=grid, gamma=gamma, C=300)
         assert np.all((F >= 0) & (F <= 1)) and np.all(np.diff(F) >= 0) and F[0] == 0 and F[-1] == 1
-        assert np.all(fam.law_bound(grid[1:-1], gamma, 300) <= 0.05)
+        assert np.all(law.law_bound(grid[1:-1], gamma, 300) <= 0.05)

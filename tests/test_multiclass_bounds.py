@@ -26,31 +26,31 @@ from hypothesis import strategies as st
 from scipy import special
 
 import igbsym
-from igbsym.families import multiclass as fam
+from igbsym.multiclass_numerics import bounds, common, dominant, law, moments, nets, paper, products, tables, vectors
 from igbsym.multiclass_numerics import chamber, three
 
 get = igbsym.get
-PER_VALUE = {"multiclass.cdf": fam.cdf_relative_bound, "multiclass.pdf": fam.pdf_relative_bound,
-             "multiclass.p_empty": fam.p_empty_bound_each, "multiclass.n_empty": fam.p_empty_bound_each,
-             "multiclass.max_fraction": fam.max_fraction_relative_bound,
-             "multiclass.max_fraction_cdf": fam.max_fraction_cdf_relative_bound,
-             "multiclass.entropy": fam.entropy_relative_bound}
+PER_VALUE = {"multiclass.cdf": bounds.cdf_relative_bound, "multiclass.pdf": bounds.pdf_relative_bound,
+             "multiclass.p_empty": bounds.p_empty_bound_each, "multiclass.n_empty": bounds.p_empty_bound_each,
+             "multiclass.max_fraction": bounds.max_fraction_relative_bound,
+             "multiclass.max_fraction_cdf": bounds.max_fraction_cdf_relative_bound,
+             "multiclass.entropy": bounds.entropy_relative_bound}
 
 
 # --- the density's bound --------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
-def small_table(gamma: float, C: int, centred: bool) -> "fam._Table":
+def small_table(gamma: float, C: int, centred: bool) -> "tables.LawTable":
     """The engine's table on 2^11 points per scramble (points_log2 patched around the build, the base points' cache
     cleared on both sides): the bound's parts are those of the production tables, on half the rows (2^11, not 2^10:
     the centred tables' effective row count is ~430 there, above the 300 below which no digit is claimed)."""
-    log2 = fam.points_log2
-    fam.points_log2 = lambda C: 11
-    fam._others.cache_clear()
+    log2 = nets.points_log2
+    nets.points_log2 = lambda C: 11
+    nets.other_means.cache_clear()
     try:
-        return fam._build_table(gamma, C, centred)
+        return law.build_table(gamma, C, centred)
     finally:
-        fam.points_log2 = log2
-        fam._others.cache_clear()
+        nets.points_log2 = log2
+        nets.other_means.cache_clear()
 
 
 XS = st.lists(st.floats(-6, 6), min_size=12, max_size=12)     # one pass over the rows per draw
@@ -64,7 +64,7 @@ def test_density_bound_holds_against_the_two_class_density(gamma, centred, xs):
     g = np.clip(special.ndtr(np.array(xs)), 1e-300, 1 - 1e-16)
     f, bound, _ = small_table(gamma, 2, centred).density_bounded(g)
     exact = get("igb.pdf").numpy(g=g, gamma=gamma)
-    rel = fam._relative(np.maximum(f.mean(0), 0.0), bound)     # what the pdf states: no digit below 2.2e-308
+    rel = common.relative(np.maximum(f.mean(0), 0.0), bound)     # what the pdf states: no digit below 2.2e-308
     ok = np.isinf(rel) | (np.abs(f.mean(0) - exact) <= bound)
     assert np.all(ok), (gamma, centred, g[~ok], f.mean(0)[~ok], exact[~ok], bound[~ok])
     bulk = np.abs(xs) <= 2 * math.sqrt(gamma)
@@ -77,9 +77,9 @@ def test_density_bound_holds_against_the_three_class_law(gamma, xs):
     """The engine at C = 3 (centred tables at gamma <= 0.5, plain above) against three.law's density (relative
     THREE_ERROR): within the stated bound + that error."""
     g = np.clip(special.ndtr(np.array(xs)), 1e-300, 1 - 1e-16)
-    f, bound, _ = small_table(gamma, 3, fam._centred(gamma, 3)).density_bounded(g)
+    f, bound, _ = small_table(gamma, 3, law.is_centred(gamma, 3)).density_bounded(g)
     exact = three.law(g, gamma)[2]
-    rel = fam._relative(np.maximum(f.mean(0), 0.0), bound)     # what the pdf states: no digit below 2.2e-308
+    rel = common.relative(np.maximum(f.mean(0), 0.0), bound)     # what the pdf states: no digit below 2.2e-308
     ok = np.isinf(rel) | (np.abs(f.mean(0) - exact) <= bound + three.THREE_ERROR * exact)
     assert np.all(ok), (gamma, g[~ok], f.mean(0)[~ok], exact[~ok], bound[~ok])
 
@@ -119,25 +119,25 @@ def test_density_grid_part_covers_the_half_step_grid(gamma, C, monkeypatch):
     g where the value runs from 1e-250 to 1 - 1e-9; the comparison is per row, so on small nets (2^8 points per
     scramble: points_log2 patched, the base points' cache cleared around it)."""
     def table():
-        fam._law_grid.cache_clear()
-        fam._taylor_table.cache_clear()
-        return fam._build_table(gamma, C, fam._centred(gamma, C))
-    monkeypatch.setattr(fam, "points_log2", lambda C: 8)
-    fam._others.cache_clear()
+        products.law_grid.cache_clear()
+        products._taylor_table.cache_clear()
+        return law.build_table(gamma, C, law.is_centred(gamma, C))
+    monkeypatch.setattr(nets, "points_log2", lambda C: 8)
+    nets.other_means.cache_clear()
     try:
         coarse = table()
         g = np.geomspace(1e-9 / C, 0.999, 120)
         F = coarse.replicates(g)[0].mean(0)
         g = g[(F > 1e-250) & (F < 1 - 1e-9)]
         fc, _, parts = coarse.density_bounded(g)
-        step = fam._step
-        monkeypatch.setattr(fam, "_step", lambda c: step(c) / 2)
+        step = products._step
+        monkeypatch.setattr(products, "_step", lambda c: step(c) / 2)
         ff = table().replicates(g)[1].mean(0)
     finally:
         monkeypatch.undo()
-        fam._law_grid.cache_clear()
-        fam._taylor_table.cache_clear()
-        fam._others.cache_clear()
+        products.law_grid.cache_clear()
+        products._taylor_table.cache_clear()
+        nets.other_means.cache_clear()
     err = np.abs(fc.mean(0) - ff)
     assert np.all(err <= parts.grid + parts.g_hat), (gamma, C, np.max(err / (parts.grid + parts.g_hat)))
 
@@ -148,20 +148,20 @@ def test_density_g_hat_part_covers_binned_against_exact_products(C, gammas, monk
     of the binned table's density bound (the rows' |f(hi) - f(lo)| over g_interval + DENSITY_G_HAT e |f|), on 16 x
     2^6 rows per table, g from 1e-8 to 1 - 1e-6."""
     g = np.array([1e-8, 1e-4, 0.01, 0.1, 0.5, 0.9, 0.999, 1 - 1e-6])
-    monkeypatch.setattr(fam, "points_log2", lambda C: 6)
-    fam._others.cache_clear()
+    monkeypatch.setattr(nets, "points_log2", lambda C: 6)
+    nets.other_means.cache_clear()
     try:
         for gamma in gammas:
-            binned = fam._build_table(gamma, C, fam._centred(gamma, C))
+            binned = law.build_table(gamma, C, law.is_centred(gamma, C))
             with monkeypatch.context() as m:
-                m.setattr(fam, "BINNED_FROM", fam.C_MAX + 1)
-                exact = fam._build_table(gamma, C, fam._centred(gamma, C))
+                m.setattr(law, "BINNED_FROM", common.C_MAX + 1)
+                exact = law.build_table(gamma, C, law.is_centred(gamma, C))
             fb, _, parts = binned.density_bounded(g)
             fe = exact.replicates(g)[1].mean(0)
             diff = np.abs(fb.mean(0) - fe)
             assert np.all(diff <= parts.g_hat + 1e-13 * fe), (gamma, diff / np.maximum(parts.g_hat, 1e-300))
     finally:
-        fam._others.cache_clear()
+        nets.other_means.cache_clear()
 
 
 def test_radial_part_covers_the_far_tail_where_the_half_rule_is_the_more_accurate():
@@ -169,11 +169,11 @@ def test_radial_part_covers_the_far_tail_where_the_half_rule_is_the_more_accurat
     32-node half rule by ~1e-9, so the half rule's difference is the full rule's error itself (0.998 of it); the
     stated radial part (RADIAL_SAFETY x that difference) covers it with room, for the value and the density."""
     g = np.array([1e-6])
-    tab = fam._table(0.1, 3)
+    tab = law.law_table(0.1, 3)
     exact_F, exact_f = (float(x[0]) for x in three.law(g, 0.1)[::2])
     F, _, _, parts = tab.bounded(g)
     f, _, dparts = tab.density_bounded(g)
-    error, difference = abs(F.mean(0)[0] - exact_F), parts.radial[0] / fam.RADIAL_SAFETY
+    error, difference = abs(F.mean(0)[0] - exact_F), parts.radial[0] / tables.RADIAL_SAFETY
     assert 0.9 <= error / difference <= 1.0 and error <= parts.radial[0] / 1.8
     assert abs(f.mean(0)[0] - exact_f) <= dparts.radial[0] / 1.8
 
@@ -185,7 +185,7 @@ def test_density_counts_rows_whose_root_is_above_eight_and_a_half_sd(C):
     roots were capped at 8.5 s) and within its stated bound, with digits, of the exact density (igb.pdf at C = 2,
     three.law at C = 3)."""
     g = np.array([0.9])
-    f, bound, _ = fam._build_table(0.01, C, True).density_bounded(g)
+    f, bound, _ = law.build_table(0.01, C, True).density_bounded(g)
     exact = float(get("igb.pdf").numpy(g=0.9, gamma=0.01) if C == 2 else three.law(g, 0.01)[2][0])
     assert 0 < exact < 1e-20 and abs(f.mean(0)[0] - exact) <= bound[0] + three.THREE_ERROR * exact
     assert bound[0] <= 1e-6 * exact
@@ -219,8 +219,8 @@ def test_the_c_five_route_run_at_four_classes_within_its_bound_of_the_ordered_ga
     (deterministic, its own stated bound): within the sum of the two bounds."""
     g = 0.25 + 0.75 * x
     assume(min(abs(g - 1 / 3), abs(g - 0.5)) > 0.01)             # chamber takes 20 ... 36 s at a tie threshold
-    F, det, ess = fam.max_cdf_replicates(np.array([g]), gamma, 4)
-    value, bound = F.mean(0)[0], fam.replicate_bound(F, det, ess)[0]
+    F, det, ess = dominant.max_cdf_replicates(np.array([g]), gamma, 4)
+    value, bound = F.mean(0)[0], common.replicate_bound(F, det, ess)[0]
     ref, ref_bound = chamber.max_cdf(g, gamma, 4)
     assert abs(value - ref) <= bound + ref_bound, (gamma, g, value, ref, bound, ref_bound)
 
@@ -257,8 +257,8 @@ def test_every_multiclass_form_states_its_relative_error_per_value(name):
 
 def test_constant_and_per_value_forms_alike_answer_relative_bound():
     assert get("igb.gamma").relative_bound(activation="relu") == get("igb.gamma").accuracy.relative
-    assert get("multiclass.var").relative_bound(gamma=1.0, C=10) == fam.VAR_REL
-    assert get("multiclass.paper_approx").relative_bound(g=0.3, gamma=1.0, C=10) == fam.PAPER_ERROR
+    assert get("multiclass.var").relative_bound(gamma=1.0, C=10) == moments.VAR_REL
+    assert get("multiclass.paper_approx").relative_bound(g=0.3, gamma=1.0, C=10) == paper.PAPER_ERROR
 
 
 def test_p_empty_of_one_and_two_points_is_exact_from_the_moments():
@@ -267,9 +267,9 @@ def test_p_empty_of_one_and_two_points_is_exact_from_the_moments():
     for gamma, C in ((0.3, 4), (3.0, 30)):
         assert float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=1)) == 1 - 1 / C
         value = float(get("multiclass.p_empty").numpy(gamma=gamma, C=C, D=2))
-        direct = ((1 - fam.vector_samples(gamma, C, seed=5)) ** 2).ravel()
+        direct = ((1 - vectors.vector_samples(gamma, C, seed=5)) ** 2).ravel()
         assert abs(value - direct.mean()) <= 5 * direct.std(ddof=1) / math.sqrt(direct.size / C), (gamma, C)
-        assert float(get("multiclass.p_empty").relative_bound(gamma=gamma, C=C, D=2)) == fam.VAR_REL
+        assert float(get("multiclass.p_empty").relative_bound(gamma=gamma, C=C, D=2)) == moments.VAR_REL
 
 
 def test_cli_eval_bound_prints_the_stated_relative_error(capsys):

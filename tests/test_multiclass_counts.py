@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 from igbsym.errors import NumericalError
-from igbsym.families import multiclass as fam
-from igbsym.multiclass_numerics import counts
+from igbsym.multiclass_numerics import counts, vectors
 from igbsym.multiclass_numerics.counts import COUNT_ERROR, max_count_cdf, max_count_mean
 
 
@@ -53,7 +52,7 @@ def test_max_count_cdf_matches_the_sequential_binomial_law(gamma, C, D, level, s
     relative error <= COUNT_ERROR (measured <= 4e-14 at 80 random points with C <= 11, D <= 60)."""
     k0 = -(-D // C)
     k = min(D - 1, k0 + int(level * (D - k0)))
-    _check(fam.vector_samples(gamma, C, 1, seed=seed)[0], D, k)
+    _check(vectors.vector_samples(gamma, C, 1, seed=seed)[0], D, k)
 
 
 @pytest.mark.parametrize("gamma,C,D,k", [(0.01, 100, 100, 1), (0.01, 100, 100, 2), (1.0, 30, 200, 7),
@@ -62,13 +61,13 @@ def test_max_count_cdf_matches_the_sequential_binomial_law(gamma, C, D, level, s
 def test_max_count_cdf_keeps_its_relative_precision_on_rare_events(gamma, C, D, k):
     """Levels down to the smallest (C k = D: every class gets exactly k points, the closed form D! prod p^k / k!^C,
     ~1e-44 at C = D = 100) and values down to 1e-184, where the saddle point moves far from lam = D."""
-    _check(fam.vector_samples(gamma, C, 1, seed=3)[0], D, k)
+    _check(vectors.vector_samples(gamma, C, 1, seed=3)[0], D, k)
 
 
 def test_max_count_cdf_is_one_where_the_union_bound_says_so_and_exact_at_the_ends():
     """At the first level where sum_c P(K_c > k) < COUNT_ERROR/1000 the value is 1, and the mpmath law is within
     COUNT_ERROR of it; 0 where C k < D; 1 where k >= D."""
-    p = fam.vector_samples(0.01, 5, 1, seed=7)
+    p = vectors.vector_samples(0.01, 5, 1, seed=7)
     D = 30
     k = next(k for k in range(D) if special.bdtrc(k, D, p[0] / p[0].sum()).sum() < COUNT_ERROR / 1000)
     assert k < D - 1 and max_count_cdf(p, D, k)[0] == 1.0 and max_count_cdf(p, D, k - 1)[0] < 1.0
@@ -78,7 +77,7 @@ def test_max_count_cdf_is_one_where_the_union_bound_says_so_and_exact_at_the_end
 
 def test_max_count_mean_is_the_sum_of_the_tails():
     """E[max_c K_c | p] against sum_k (1 - P(max <= k)) of the mpmath law, relative 1e-12."""
-    p = fam.vector_samples(0.1, 4, 2, seed=11)
+    p = vectors.vector_samples(0.1, 4, 2, seed=11)
     D = 17
     got = max_count_mean(p, D)
     for i in range(2):
@@ -93,7 +92,7 @@ def test_saddle_point_stops_each_row_where_it_converged(monkeypatch):
     calls = []
     original = counts.truncated_poisson
     monkeypatch.setattr(counts, "truncated_poisson", lambda y, k: calls.append(y.shape[0]) or original(y, k))
-    p = fam.vector_samples(0.1, 10, 2000, seed=3)
+    p = vectors.vector_samples(0.1, 10, 2000, seed=3)
     p = p / p.sum(1, keepdims=True)
     pmf = counts.saddle_point(p, 100, 21)[1]
     assert len(calls) <= 8, len(calls)
@@ -105,7 +104,7 @@ def test_saddle_point_raises_where_it_did_not_converge(monkeypatch):
     """Regression: rows still off the saddle point after SADDLE_STEPS returned without a word (the DFT then reads the
     sum's law off its centre). With one step allowed, the 200 rows are not met and the call raises NumericalError."""
     monkeypatch.setattr(counts, "SADDLE_STEPS", 1)
-    p = fam.vector_samples(0.1, 10, 200, seed=3)
+    p = vectors.vector_samples(0.1, 10, 200, seed=3)
     with pytest.raises(NumericalError, match="saddle point"):
         counts.saddle_point(p / p.sum(1, keepdims=True), 100, 21)
 

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 import igbsym
-from igbsym.families import multiclass as fam
-from igbsym.multiclass_numerics import three
+from igbsym.multiclass_numerics import common, functionals, three, vectors
 from igbsym.multiclass_numerics.observed import KERNEL_ERROR, entropy_kernel, log_entropy_kernel
 from test_multiclass_exact import gauss_hermite_three
+
+SLOW = pytest.mark.slow      # a neighbour of the cases kept in the CI budget (run them with -m slow)
 
 get = igbsym.get
 WINDOW = 1500      # largest number of binomial terms the mpmath reference sums
@@ -116,7 +117,7 @@ def test_entropy_two_classes_at_finite_d_vs_quad(gamma, D):
     f = lambda z: stats.norm.pdf(z) * stats.binom.pmf(np.arange(D + 1), D, stats.norm.cdf(s * z)) @ h  # noqa: E731
     cuts = [k / s for k in (-8, -4, -2, -1, -0.5, 0, 0.5, 1, 2, 4, 8) if abs(k / s) < 12]
     ref = integrate.quad(f, -12, 12, epsabs=1e-15, epsrel=1e-13, limit=1000, points=cuts)[0]
-    value, se = fam.entropy_se(gamma, 2, D)
+    value, se = functionals.entropy_se(gamma, 2, D)
     assert float(get("multiclass.entropy").numpy(gamma=gamma, C=2, D=D)) == value
     assert se == 0 and abs(value / ref - 1) <= 1e-12, (value, ref)
 
@@ -135,23 +136,25 @@ def test_entropy_three_classes_at_finite_d_vs_gauss_hermite(gamma):
         assert abs(got / refs[1] - 1) <= three.THREE_ERROR, (got, refs)
 
 
-@pytest.mark.parametrize("gamma,D", [(0.01, 10), (1.0, 2), (30.0, 1000), (0.3, 10**9)])
+@pytest.mark.parametrize("gamma,D", [(0.01, 10), pytest.param(1.0, 2, marks=SLOW), pytest.param(30.0, 1000, marks=SLOW),
+                                     (0.3, 10**9)])
 def test_entropy_law_functional_at_finite_d_covers_the_three_class_value(gamma, D):
     """The C >= 4 route (entropy_law on the randomised QMC law) run at C = 3 against the deterministic three.entropy
     at the same D: within its stated bound (99.99 %), which is relative 1e-4 or better."""
-    value, bound = fam.qmc_estimate(*fam.entropy_law(gamma, 3, D))
+    value, bound = common.qmc_estimate(*functionals.entropy_law(gamma, 3, D))
     exact = three.entropy(gamma, D)
     assert abs(value - exact) <= bound and bound / value < 1e-4, (value, exact, bound)
 
 
-@pytest.mark.parametrize("gamma,C,D", [(1.0, 4, 30), (0.05, 10, 200), (3.0, 10, 1000), (0.467, 100, 300)])
+@pytest.mark.parametrize("gamma,C,D", [pytest.param(1.0, 4, 30, marks=SLOW), (0.05, 10, 200),
+                                       pytest.param(3.0, 10, 1000, marks=SLOW), (0.467, 100, 300)])
 def test_entropy_at_finite_d_vs_monte_carlo_counts(gamma, C, D):
     """C >= 4: against the Monte Carlo mean of H(K/D) over fixed exact fraction vectors and COUNT_REPEATS multinomial
     draws each (the route this one replaced; independent of the kernel and the law tables): within 5 SE (fixed seed;
     a 6e-7 false-failure rate for a fresh one). The form's own SE is relative <= 1e-4."""
-    v = fam.vector_samples(gamma, C)
-    h = fam.count_means(v, D, lambda k: -special.xlogy(k, k).sum(1))
-    value, se = fam.entropy_se(gamma, C, D)
+    v = vectors.vector_samples(gamma, C)
+    h = vectors.count_means(v, D, lambda k: -special.xlogy(k, k).sum(1))
+    value, se = functionals.entropy_se(gamma, C, D)
     mc_se = h.std(ddof=1) / math.sqrt(h.size)
     assert abs(value - h.mean()) <= 5 * math.hypot(mc_se, se), (value, h.mean(), mc_se, se)
     assert se / value <= 1e-4

@@ -14,8 +14,10 @@ import pytest
 from scipy import special
 
 import igbsym
-from igbsym.families import multiclass as fam
+from igbsym.multiclass_numerics import common, law, moments
 from igbsym.gauss import bvn_cdf
+
+SLOW = pytest.mark.slow      # a neighbour of the cases kept in the CI budget (run them with -m slow)
 
 get = igbsym.get
 
@@ -48,11 +50,12 @@ def exact_cdf_three_classes(g, gamma, n=12):
 G_POINTS = np.array([1e-4, 0.01, 0.05, 0.1, 0.2, 0.3, 1 / 3, 0.4, 0.5, 0.7, 0.9, 0.99])
 
 
-@pytest.mark.parametrize("gamma", [1e-3, 0.1, 1.0, 30.0, 1e3])
+@pytest.mark.parametrize("gamma", [1e-3, pytest.param(0.1, marks=SLOW), 1.0, pytest.param(30.0, marks=SLOW),
+                                   pytest.param(1e3, marks=SLOW)])
 def test_cdf_three_classes_within_its_stated_bound_of_the_exact_quadrature(gamma):
     ref = exact_cdf_three_classes(G_POINTS, gamma, n=40)
     got = get("multiclass.cdf").numpy(g=G_POINTS, gamma=gamma, C=3)
-    bound = fam.law_bound(G_POINTS, gamma, 3)                       # relative 1e-10 (deterministic route)
+    bound = law.law_bound(G_POINTS, gamma, 3)                       # relative 1e-10 (deterministic route)
     ref_error = 1e-9 if gamma <= 30 else 1e-4      # this reference's own convergence at n = 40 (n = 12: 5e-5 at 30)
     assert np.all(np.abs(got - ref) <= bound + ref_error), (gamma, got - ref, bound)
     assert np.all(bound <= 1e-10 * got + 1e-300)
@@ -63,8 +66,8 @@ def test_pdf_three_classes_is_the_derivative_of_the_exact_law(gamma):
     g = np.array([0.15, 0.25, 0.4, 0.6])
     h = 1e-4
     ref = (exact_cdf_three_classes(g + h, gamma) - exact_cdf_three_classes(g - h, gamma)) / (2 * h)
-    _, dens = fam.law_replicates(g, gamma, 3)
-    bound = fam.T_FACTOR * dens.std(0, ddof=1) / math.sqrt(dens.shape[0]) + 1e-4      # + central-difference error
+    _, dens = law.law_replicates(g, gamma, 3)
+    bound = common.T_FACTOR * dens.std(0, ddof=1) / math.sqrt(dens.shape[0]) + 1e-4      # + central-difference error
     got = get("multiclass.pdf").numpy(g=g, gamma=gamma, C=3)
     assert np.all(np.abs(got - ref) <= bound), (got - ref, bound)
 
@@ -85,7 +88,7 @@ def test_var_three_classes_vs_gauss_hermite_over_the_three_means(gamma):
     G = bvn_cdf((u - u1) / math.sqrt(2), (u - u2) / math.sqrt(2), 0.5)
     ref2 = float(np.einsum("i,j,k,ijk->", w2, w2, w2, G * G)) - 1 / 9
     assert abs(ref - ref2) < 1e-10
-    assert abs(float(get("multiclass.var").numpy(gamma=gamma, C=3)) - ref2) <= fam.VAR_REL * ref2 + abs(ref - ref2)
+    assert abs(float(get("multiclass.var").numpy(gamma=gamma, C=3)) - ref2) <= moments.VAR_REL * ref2 + abs(ref - ref2)
 
 
 def test_var_array_and_scalar_calls_agree():
@@ -107,4 +110,4 @@ def test_var_vs_mpmath_reference(gamma, C):
     from igbsym.multiclass_numerics.power import mp_moment
     ref = float(mp_moment(gamma / (1 + gamma), C - 1, dps=20, degree=3, reach=9.0) - 1 / C**2)
     got = float(get("multiclass.var").numpy(gamma=gamma, C=C))
-    assert abs(got - ref) <= fam.VAR_REL * ref + 1e-13, (got, ref)
+    assert abs(got - ref) <= moments.VAR_REL * ref + 1e-13, (got, ref)

@@ -25,6 +25,7 @@ from scipy import special
 from scipy import stats as sps
 
 import igbsym
+from igbsym import activations
 from igbsym.ops import SIGMA_W
 
 from .checks import (Context, law_result, register_check, register_sizes, reusable, seed_for, size,
@@ -72,8 +73,9 @@ def gamma_inf(activation, a=0.01, sigma_w=SIGMA_W) -> float:
 
 def gamma_finite_d(activation, d, a=0.01, sigma_w=SIGMA_W, weight_law="normal", k=400) -> float:
     """Exact E[m(s)²]/E[v(s)] for first-layer node norms s (finite input dim d; see module docstring)."""
-    if weight_law == "rademacher" or activation in ("relu", "leaky_relu", "identity", "tanh", "erf"):
-        return gamma_inf(activation, a, sigma_w)        # s constant, or m²/v independent of s
+    act = activations.get(activation)
+    if weight_law == "rademacher" or act.homogeneous or act.odd:
+        return gamma_inf(activation, a, sigma_w)        # s constant, or m²/v independent of s (homogeneous; odd: 0)
     if weight_law != "normal":
         raise ValueError("finite-d gamma is tabulated for normal (or rademacher) weights")
     if activation == "srelu":

@@ -49,7 +49,7 @@ def _plan(ctx):
 def _layer_index(architecture, depth):
     """Op index of the end of each layer/block (after its activation, or after the residual block)."""
     ops = sensitivity_ops(depth, architecture, "relu", 1.0, 0.01, math.sqrt(2))
-    return [k for k, op in enumerate(ops) if op.stage in ("act", "res")]
+    return [k for k, op in enumerate(ops) if op.elementwise or op.children]
 
 
 def _ops(arch, depth, width):

@@ -37,7 +37,7 @@ from scipy import special
 from scipy import stats as sps
 
 import igbsym
-from igbsym.families import multiclass as fam
+from igbsym.multiclass_numerics import dominant, functionals
 
 from .checks import Z_DEFAULT, law_result, register_check, z_result
 from .simulate import NetSpec, simulate
@@ -129,9 +129,10 @@ def _moments(ctx, arch, C, inits, D) -> list:
 
 def _form_mean(name, gamma, C, D):
     """(the form's value, its own standard error: sampled count noise, randomised QMC)."""
-    se = {"max_fraction": lambda: fam.max_fraction_se(gamma, C, D)[1],
-          "entropy": lambda: fam.entropy_se(gamma, C, D)[1],
-          "n_empty": lambda: C * fam.p_empty_se(gamma, C, D), "p_empty": lambda: fam.p_empty_se(gamma, C, D)}[name]()
+    se = {"max_fraction": lambda: dominant.max_fraction_se(gamma, C, D)[1],
+          "entropy": lambda: functionals.entropy_se(gamma, C, D)[1],
+          "n_empty": lambda: C * functionals.p_empty_se(gamma, C, D),
+          "p_empty": lambda: functionals.p_empty_se(gamma, C, D)}[name]()
     return float(get(f"multiclass.{name}").numpy(gamma=gamma, C=C, D=D)), se
 
 
@@ -168,7 +169,7 @@ def _extrapolated(ctx, name, stat, arch, C, inits, D, label):
 def _empty_direct(ctx, frac, gam, C, D, inits, label) -> list:
     """Mean number of empty classes and P(class 0 empty) against the forms (no width correction: C = 3)."""
     empty = (frac == 0).sum(1).astype(float)
-    form_se = fam.p_empty_se(gam, C, D)
+    form_se = functionals.p_empty_se(gam, C, D)
     pn = float(get("multiclass.n_empty").numpy(gamma=gam, C=C, D=D))
     # SE of the mean count: the sample's, but never below sqrt(K + 1)/I with K the observed total (a count of rare
     # events; with K = 0 the sample's own variance says nothing) - from the data, never from the form
@@ -270,7 +271,7 @@ def _max_cdf_ks(ctx, frac, gam, C, D, label, levels=None):
         levels = np.unique(np.quantile(counts, np.linspace(0, 1, 41), method="nearest"))
     g = np.asarray(levels, float) / D
     pred = get("multiclass.max_fraction_cdf").numpy(g=g, gamma=gam, C=C, D=D)
-    se = fam.max_fraction_cdf_se(g, gam, C, D)
+    se = dominant.max_fraction_cdf_se(g, gam, C, D)
     emp = np.searchsorted(counts, levels, side="right") / inits
     stat = float(np.max(np.maximum(np.abs(emp - pred) - Z_DEFAULT * se, 0.0)))
     return law_result("multiclass.max_fraction_cdf", f"KS of max_c frac_c, {label}", float(sps.kstwo.sf(stat, inits)),
@@ -467,14 +468,14 @@ def check_cnn_b_digits(ctx) -> list:
                         note=note))
     mx = frac.max(1)
     form = get("multiclass.max_fraction")
-    form_se = fam.max_fraction_se(gam, C, D)[1]                  # the form's own stated SE (sampled correction)
+    form_se = dominant.max_fraction_se(gam, C, D)[1]                  # the form's own stated SE (sampled correction)
     se = math.sqrt(mx.var(ddof=1) / inits + form_se**2 + (_slope(form, gam, C=C, D=D) * gse) ** 2)
     out.append(z_result("multiclass.max_fraction", f"E max_c frac_c, {label}", float(form.numpy(gamma=gam, C=C, D=D)),
                         mx.mean(), se, inits, ctx.seed, note=note))
     empty = (frac == 0).sum(1).astype(float)
     form = get("multiclass.n_empty")
     spread = max(empty.std(ddof=1) / math.sqrt(inits), math.sqrt(empty.sum() + 1) / inits)
-    se = math.sqrt(spread**2 + (C * fam.p_empty_se(gam, C, D)) ** 2
+    se = math.sqrt(spread**2 + (C * functionals.p_empty_se(gam, C, D)) ** 2
                    + (_slope(form, gam, C=C, D=D) * gse) ** 2)
     out.append(z_result("multiclass.n_empty", f"mean number of empty classes, {label}",
                         float(form.numpy(gamma=gam, C=C, D=D)), empty.mean(), se, inits, ctx.seed, note=note))

@@ -262,3 +262,61 @@ def _probe_sample(ctx, width, inits):
     res = probe(factory, x, inits, seed=seed_for(ctx, "nngp", "probe-pop", width) % (2**31), zero_bias=True,
                 layers=False)
     return res.gamma.value, res.gamma.se
+
+
+# ------------------------------------------------------------------------------------------ MaxPool2d (issue 46)
+MAXPOOL_REPLICAS = 4          # independent QMC point sets of the theory: its own SE per value
+MAXPOOL_DRAWS = 4096
+
+
+def maxpool_ops(width: int, seed: int = 0) -> tuple:
+    """A small ReLU + max-pool CNN (CNN-B's two pool kinds: 3×3 stride 1 padding 1, then 2×2 stride 2)."""
+    return (igbsym.ops.Conv2d(width, 3, 1, 1), igbsym.ops.Act("relu"),
+            igbsym.ops.MaxPool2d(3, 1, 1, MAXPOOL_DRAWS, seed), igbsym.ops.Conv2d(width, 3, 1, 1),
+            igbsym.ops.Act("relu"), igbsym.ops.MaxPool2d(2, 2, 0, MAXPOOL_DRAWS, seed), igbsym.ops.Flatten(),
+            igbsym.ops.Dense(2))
+
+
+@reusable
+def _maxpool_products(ctx, width):
+    """Per op output of ``maxpool_ops(width)`` in torch: per init the layer averages for PAIRS [ops, I, pairs]."""
+    x = torch.from_numpy(_points())
+    factory = models.SpecFactory(maxpool_ops(width), x.shape[1:])
+    torch.manual_seed(seed_for(ctx, "nngp", "maxpool", width))
+    rows = []
+    for _ in range(size(ctx, "nngp.cnn_inits")[0] * 8):
+        net = factory(0).double()
+        h, per = x, []
+        with torch.no_grad():
+            for mod in net:
+                h = mod(h)
+                f = h.flatten(1)
+                per.append([float(f[a] @ f[b]) / f.shape[1] for a, b in PAIRS])
+        rows.append(per)
+    return np.array(rows).transpose(1, 0, 2)
+
+
+def maxpool_comparisons(ctx, kernel_path_fn=kernel_path) -> list:
+    """``nngp.maxpool_vs_torch``: per op and pair, the kernel walk (mean over MAXPOOL_REPLICAS QMC seeds, its SE
+    from their spread) against torch layer averages at widths N, 2N (Richardson), combined SE."""
+    n1, n2 = size(ctx, "nngp.cnn_widths")[:2]
+    paths = np.array([kernel_path_fn(maxpool_ops(n1, seed_for(ctx, "nngp", "maxpool-qmc", r) % 2**31), _points())
+                      for r in range(MAXPOOL_REPLICAS)])                          # [R, ops, pairs]
+    theory, theory_se = paths.mean(0), paths.std(0, ddof=1) / np.sqrt(MAXPOOL_REPLICAS)
+    e1, e2 = _maxpool_products(ctx, n1), _maxpool_products(ctx, n2)
+    out = []
+    for i, op in enumerate(maxpool_ops(n1)[:-1]):
+        for j, (a, b) in enumerate(PAIRS):
+            est = 2 * e2[i, :, j].mean() - e1[i, :, j].mean()
+            se = np.sqrt((2 * e2[i, :, j].std(ddof=1)) ** 2 / e2.shape[1] + e1[i, :, j].std(ddof=1) ** 2 / e1.shape[1]
+                         + theory_se[i, j] ** 2)
+            out.append(z_result("ops.kernel", f"maxpool-cnn op {i} {type(op).__name__} ({a}, {b})", theory[i, j],
+                                est, se, e1.shape[1], ctx.seed, note=f"Richardson over widths {n1}, {n2}; theory "
+                                f"RQMC SE {theory_se[i, j]:.2g} ({MAXPOOL_REPLICAS} seeds) in the SE"))
+    return out
+
+
+@register_check("nngp.maxpool_vs_torch", forms=[])
+def check_maxpool(ctx):
+    """MaxPool2d's kernel map (QMC, with its mean) vs torch layer averages at two widths (Richardson)."""
+    return maxpool_comparisons(ctx)

@@ -51,9 +51,10 @@ _GROUP_BUDGET = 1 << 22     # elements of one [inits, P, N] activation tensor pe
 def cv_reason(spec) -> str | None:
     """Why the CV estimator does not apply to ``spec`` (None when it does): Dense → Act blocks, no bias."""
     ops = spec.ops
-    if len(ops) < 2 or len(ops) % 2 or any(o.stage != s for o, s in zip(ops, ("pre", "act") * len(ops))):
+    alternating = all(o.starts_layer == (k % 2 == 0) and o.elementwise == (k % 2 == 1) for k, o in enumerate(ops))
+    if len(ops) < 2 or len(ops) % 2 or not alternating:
         return "control variates need an MLP of Dense → activation blocks (no norm, no pool)"
-    if any(float(getattr(o, "sigma_b", 0) or 0) != 0 for o in ops if o.stage == "pre"):
+    if any(float(getattr(o, "sigma_b", 0) or 0) != 0 for o in ops if o.starts_layer):
         return "control variates need bias-free Dense layers"
     if spec.weight_law != "normal":
         return f"control variates need Gaussian weights (weight_law 'normal'), got {spec.weight_law!r}"
@@ -106,8 +107,8 @@ def units_and_cvs(spec, inits, n_data, seed=0, device="cpu", dtype=torch.float32
     if not isinstance(n_data, (int, np.integer)) or n_data < 2:
         raise InputError(f"control variates: n_data must be an integer >= 2, got {n_data!r}")
     inits = list(inits)
-    acts_ = [o for o in spec.ops if o.stage == "act"]
-    dens = [o for o in spec.ops if o.stage == "pre"]
+    acts_ = [o for o in spec.ops if o.elementwise]
+    dens = [o for o in spec.ops if o.starts_layer]
     act = acts_[0]
     closed = bool(act.closed_form)
     widths = list(spec.widths)

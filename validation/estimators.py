@@ -117,7 +117,7 @@ def gamma_of_sim(res, estimator: str = "rao-blackwell", method: str = "delta") -
 def gaussian_rb_reason(spec) -> str | None:
     """Why 'gaussian-rb' does not apply to ``spec`` (None when it does): it needs Dense → Act → output Dense."""
     ops = spec.ops
-    if len(ops) != 2 or ops[0].stage != "pre" or ops[1].stage != "act":
+    if len(ops) != 2 or not ops[0].starts_layer or not ops[1].elementwise:
         return ("gaussian-rb needs one hidden layer Dense → activation (no norm, no pool) before the output "
                 "layer; deeper nets: simulate(..., shortcut='gaussian') with estimator 'rao-blackwell'")
     return None

@@ -160,7 +160,7 @@ def _reset(module: nn.Module) -> list:
     return missing
 
 
-class _Inits:
+class Inits:
     """Builds init i's parameters and buffers (CPU) from a template module, an init callable or a factory."""
 
     def __init__(self, model, init, seed: int, zero_bias: bool):
@@ -214,7 +214,7 @@ def _stack(states, device):
 
 
 # --------------------------------------------------------------------------------------------- structure
-def _dry_run(base: nn.Module, x: torch.Tensor):
+def dry_run(base: nn.Module, x: torch.Tensor):
     """Run init 0 on one batch with hooks: call counts, outputs, the output-producing Linear; a failure names the
     innermost module that raised and the input shape."""
     names = {m: n for n, m in base.named_modules()}
@@ -344,7 +344,7 @@ def _check_args(n_inits, seed, batch_size, estimator, path, layers):
         raise InputError("probe: layers must be True, False or a list of module names")
 
 
-def _macro(labels, classes):
+def macro_classes(labels, classes):
     if labels is None:
         if classes is not None and not isinstance(classes, int):
             raise InputError("probe: classes maps labels to macro-classes; give labels too")
@@ -369,15 +369,15 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
     _check_args(n_inits, seed, batch_size, estimator, path, layers)
     ds = datasets.load(data, labels, seed)
     x_all, n_data = ds.data, ds.data.shape[0]
-    lab_all, n_labels = _macro(ds.labels, classes)
+    lab_all, n_labels = macro_classes(ds.labels, classes)
     device = resolve_device(device)
     batch = min(batch_size or DEFAULT_BATCH, n_data)
     if n_data % batch == 1:
         raise InputError(f"probe: D={n_data} leaves a last batch of 1 point with batch_size={batch}; choose another")
-    inits = _Inits(model, init, seed, zero_bias)
+    inits = Inits(model, init, seed, zero_bias)
     base = copy.deepcopy(inits.module(0)).to(device)
     x0 = x_all[:batch].to(device)
-    n_classes, names, calls, outs, head = _dry_run(base, x0)
+    n_classes, names, calls, outs, head = dry_run(base, x0)
     hooked = _hooked(names, calls, outs, layers, x0.shape[0])
     if estimator == "rao-blackwell" and head is None:
         raise InputError("probe: the Rao–Blackwellised estimator needs an nn.Linear on [batch, n] features "

@@ -84,7 +84,7 @@ def layer_stages(spec: Spec) -> list:
     """Per hidden layer, the stage names of its ops in order ('pre' for its Dense, then 'norm', 'act', 'pool')."""
     out = []
     for op in spec.ops:
-        if op.stage == "pre":
+        if op.starts_layer:
             out.append([])
         out[-1].append(op.stage)
     return [tuple(st) for st in out]
@@ -163,7 +163,7 @@ def dense_ops(ops) -> list:
     """Every Dense op in order, descending into residual blocks."""
     out = []
     for op in ops:
-        if op.stage == "pre":
+        if op.starts_layer:
             out.append(op)
         out += dense_ops(op.children)
     return out
@@ -201,7 +201,7 @@ def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=Non
     it = iter(weights[:-1])
     layer = -1
     for k, op in enumerate(spec.ops):
-        if op.stage == "pre":
+        if op.starts_layer:
             layer += 1
         if k == 0 and first is not None:
             next(it)
@@ -219,7 +219,7 @@ def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
     for op in spec.all_ops():
         w = weights[min(k, len(weights) - 1)]
         mod = op.torch(n, w.device, w.dtype)
-        if op.stage == "pre":
+        if op.starts_layer:
             mod.weight.data.copy_(weights[k][i].T)
             k += 1
         mods.append(mod)
@@ -390,7 +390,7 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
         inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
         w0_cat = weights[0].transpose(0, 1).reshape(spec.d_in, -1) \
-            if SHARED_GEMM and not (shortcut or fresh_data) and spec.ops[0].stage == "pre" else None
+            if SHARED_GEMM and not (shortcut or fresh_data) and spec.ops[0].starts_layer else None
         chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
             if shortcut else None
         acc_out = _Moments(moments)

@@ -1,19 +1,18 @@
 """Translate a torch model into igbsym ops, layer by layer, for the data theory (``igbsym.nngp.theory``), and the
 ``igbsym predict --model M --data X`` route.
 
-``translate(model, input_shape, zero_bias=False) -> (ops, names, notes)``: ``model`` is a built-in model's factory
-with ops (``SpecFactory``, ``MLPFactory``: their ops are used as they are) or an ``nn.Module`` (or a factory
-``seed -> nn.Module``, translated from its init 0). Modules in forward order of registration (``nn.Sequential``
-nesting is flattened): Linear, Conv2d (square kernel, equal strides and paddings, zeros padding, no dilation or
-groups), ReLU, LeakyReLU, Tanh, Sigmoid, GELU (exact), SiLU, Identity, LayerNorm, RMSNorm (over all non-batch
-dimensions), AvgPool2d (count_include_pad, floor mode), AdaptiveAvgPool2d(1), Flatten. Residual blocks enter as ops
-(a ``SpecFactory``, e.g. the built-in ``mlp-residual``): a torch block's skip and scale are not visible layer by
-layer. The first other module is named in one line (InputError).
-Weight laws (the NNGP needs the weight and bias variances, Lee et al. 2018 Sec. 2.2): a stock torch Linear / Conv2d
-is re-initialised by the probe with ``reset_parameters`` (kaiming_uniform with a = √5: Var W = 1/(3 fan_in), bias
-U(±1/√fan_in)), so σ_w² = 1/3 and σ_b² = 1/(3 fan_in) exactly; any other module's weights (a factory's init, a
-subclass) are measured on its init-0 instance: σ_w² = fan_in · mean W², σ_b² = mean b² (stated in the notes, with
-the relative SE √(Var W²/E[W²]²/n) of the estimate). ``zero_bias`` sets σ_b = 0 (the probe's --zero-bias).
+``translate(model, input_shape, zero_bias=False, seed=0) -> (ops, names, notes)``: ``model`` is a built-in model's
+factory with ops (``SpecFactory``, ``MLPFactory``: their ops are used as they are), an ``nn.Module`` or a factory
+``seed -> nn.Module`` (issue 45). The network translated is the one the probe builds (``validation.probe.Inits``,
+same seed): its forward graph by torch.fx (``validation.graph``: functional calls, custom blocks, a module used
+twice, skip connections), and its weight laws: a stock Linear / Conv2d of an ``nn.Module`` instance is re-initialised
+by ``reset_parameters`` (kaiming_uniform, a = √5: σ_w² = 1/3, σ_b² = 1/(3 fan_in) exactly); every other layer (a
+factory's own init, e.g. ``kaiming_normal_``; a subclass) is measured over the model's own inits (``measured_laws``,
+its relative SE in the notes). ``zero_bias`` sets σ_b = 0 (the probe's --zero-bias). LayerNorm's ε (1e-5 against
+unit-scale features) is left out of the kernel map. Stock modules: Linear, Conv2d (square kernel, equal strides and
+paddings, zeros padding, no dilation or groups), the activations with a ``torch_module`` entry, LeakyReLU, GELU
+(exact), LayerNorm, RMSNorm (over all non-batch dimensions), AvgPool2d (count_include_pad, floor mode),
+AdaptiveAvgPool2d(1), Flatten.
 """
 from __future__ import annotations
 
@@ -25,32 +24,56 @@ import torch
 from torch import nn
 
 from igbsym import ops as O
+from igbsym.activations import ACTIVATIONS
 from igbsym.errors import InputError
 
-from . import datasets, models
+from . import datasets, graph, models
 
 TORCH_LINEAR, TORCH_CONV = nn.Linear, nn.Conv2d    # torch's classes (subclasses too), not igbsym ops
-ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Identity: "identity"}
 SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
              "AdaptiveAvgPool2d(1), Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
              "mlp-residual)")
 
 
-def _law(mod: nn.Module, stock, zero_bias: bool, notes: list, name: str):
-    """(σ_w, σ_b) of a Linear/Conv2d (module docstring)."""
-    w = mod.weight.detach().double()
-    fan_in = w[0].numel()
-    bias = getattr(mod, "bias", None)
-    if type(mod).reset_parameters is stock.reset_parameters:
-        s2w, s2b = 1.0 / 3.0, (0.0 if bias is None else 1.0 / (3.0 * fan_in))
-    else:
-        w2 = (w * w).flatten()
-        s2w = float(fan_in * w2.mean())
-        rel = float(w2.std() / w2.mean() / math.sqrt(w2.numel())) if w2.numel() > 1 else math.inf
-        s2b = 0.0 if bias is None else float((bias.detach().double() ** 2).mean())
-        notes.append(f"{name}: weight variance measured on init 0: sigma_w^2 = {s2w:.4g} (relative SE {rel:.1g})"
-                     + ("" if bias is None or zero_bias else f", sigma_b^2 = {s2b:.3g}"))
-    return math.sqrt(s2w), (0.0 if zero_bias else math.sqrt(s2b))
+LAW_WEIGHTS = 10**6        # weights pooled over inits per measured layer (relative SE of sigma_w^2 ~ sqrt(2/n))
+LAW_INITS = (4, 64)        # at least / at most this many inits
+
+
+def stock_law(mod: nn.Module):
+    """(σ_w², σ_b²) of torch's own reset_parameters for a stock Linear / Conv2d (kaiming_uniform with a = √5)."""
+    fan_in = mod.weight[0].numel()
+    return 1.0 / 3.0, (0.0 if getattr(mod, "bias", None) is None else 1.0 / (3.0 * fan_in))
+
+
+def measured_laws(inits, targets: list, notes: list) -> dict:
+    """target -> (σ_w², σ_b²) of the model's own init, pooled over ``inits`` (validation.probe.Inits: the probe's
+    init i), with the relative SE √(Var W²/(n E[W²]²)) in the notes. Only the variance enters at infinite width, so
+    any zero-mean i.i.d. law gives the same theory (Lee et al. 2018 Sec. 2.2)."""
+    if not targets:
+        return {}
+    first = inits.module(0)
+    per_init = min(first.get_submodule(t).weight.numel() for t in targets)
+    n = int(min(max(LAW_INITS[0], math.ceil(LAW_WEIGHTS / per_init)), LAW_INITS[1]))
+    w2 = {t: [] for t in targets}
+    b2 = {t: [] for t in targets}
+    for i in range(n):
+        m = first if i == 0 else inits.module(i)
+        for t in targets:
+            mod = m.get_submodule(t)
+            w2[t].append((mod.weight.detach().double() ** 2).flatten())
+            if getattr(mod, "bias", None) is not None:
+                b2[t].append((mod.bias.detach().double() ** 2).flatten())
+    out = {}
+    for t in targets:
+        w = torch.cat(w2[t])
+        fan_in = first.get_submodule(t).weight[0].numel()
+        s2w = float(fan_in * w.mean())
+        rel = float(w.std() / w.mean() / math.sqrt(w.numel())) if w.mean() > 0 else 0.0
+        s2b = float(torch.cat(b2[t]).mean()) if b2[t] else 0.0
+        out[t] = (s2w, s2b)
+        notes.append(f"{t}: the model's own init over {n} inits: sigma_w^2 = {s2w:.5g} (relative SE {rel:.1g})"
+                     + (f", sigma_b^2 = {s2b:.4g}" if b2[t] else ""))
+    return out
 
 
 def _single(v, what, name):
@@ -61,10 +84,12 @@ def _single(v, what, name):
     return int(vals[0])
 
 
-def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
+def leaf(mod: nn.Module, name: str, law):
+    """The op of a stock module (None: not one); ``law(name, mod)`` gives a Linear/Conv2d's (σ_w, σ_b)."""
     kind = type(mod)
-    if kind in ACTIVATIONS:
-        return O.Act(ACTIVATIONS[kind])
+    entry = {e.torch_module: n for n, e in ACTIVATIONS.items() if e.torch_module}.get(kind.__name__)
+    if entry is not None and kind.__module__.startswith("torch.nn") and entry not in ("leaky_relu", "gelu"):
+        return O.Act(entry)
     if kind is nn.LeakyReLU:
         return O.Act("leaky_relu", float(mod.negative_slope))
     if kind is nn.GELU and mod.approximate == "none":
@@ -72,7 +97,7 @@ def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
     if kind is nn.Flatten and mod.start_dim == 1 and mod.end_dim == -1:
         return O.Flatten()
     if issubclass(kind, TORCH_LINEAR):
-        return O.Dense(mod.out_features, *_law(mod, TORCH_LINEAR, zero_bias, notes, name))
+        return O.Dense(mod.out_features, *law(name, mod))
     if issubclass(kind, TORCH_CONV):
         if mod.groups != 1 or _single(mod.dilation, "dilation", name) != 1 or mod.padding_mode != "zeros" \
                 or isinstance(mod.padding, str):
@@ -80,8 +105,7 @@ def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
                              f"{mod.padding_mode!r} have no kernel map; allowed: groups=1, dilation=1, integer "
                              "zeros padding")
         return O.Conv2d(mod.out_channels, _single(mod.kernel_size, "kernel_size", name),
-                        _single(mod.stride, "stride", name), _single(mod.padding, "padding", name),
-                        *_law(mod, TORCH_CONV, zero_bias, notes, name))
+                        _single(mod.stride, "stride", name), _single(mod.padding, "padding", name), *law(name, mod))
     if kind is nn.LayerNorm:
         return O.LayerNorm()
     if kind is getattr(nn, "RMSNorm", None):
@@ -94,43 +118,35 @@ def _leaf(mod: nn.Module, name: str, zero_bias: bool, notes: list):
     return None
 
 
-def _walk_module(mod: nn.Module, prefix: str, zero_bias: bool, notes: list, ops: list, names: list):
-    if type(mod) is nn.Sequential:
-        for child_name, child in mod.named_children():
-            _walk_module(child, f"{prefix}.{child_name}" if prefix else child_name, zero_bias, notes, ops, names)
-        return
-    op = _leaf(mod, prefix, zero_bias, notes)
-    if op is None:
-        raise InputError(f"module {prefix or '(top level)'!r} ({type(mod).__name__}) has no kernel map over a dataset;"
-                         f" supported: {SUPPORTED}")
-    ops.append(op)
-    names.append(f"{prefix} {type(mod).__name__}")
-
-
-def translate(model, input_shape, zero_bias: bool = False):
-    """(ops, names, notes) of ``model`` (module docstring)."""
+def translate(model, input_shape, zero_bias: bool = False, seed: int = 0):
+    """(ops, names, notes) of ``model`` (module docstring): the forward graph (validation.graph) of the network
+    the probe builds for init 0, with the weight laws of that same network (``Inits``: a factory's own init;
+    an nn.Module instance re-initialised by reset_parameters, torch's stock law exactly for stock layers)."""
     notes: list = []
     if isinstance(model, (models.SpecFactory, models.MLPFactory)):
         ops = model.ops if isinstance(model, models.SpecFactory) else (O.Flatten(),) + model.spec.all_ops()
         return tuple(ops), [f"{i} {type(op).__name__}" for i, op in enumerate(ops)], notes
-    if not isinstance(model, nn.Module):
-        if not callable(model):
-            raise InputError(f"model must be an nn.Module or a factory, got {type(model).__name__}")
-        torch.manual_seed(0)
-        model = model(0, 0) if models.takes_index(model) else model(0)
-        if not isinstance(model, nn.Module):
-            raise InputError(f"the model factory returned {type(model).__name__}, not an nn.Module")
-    ops, names = [], []
-    _walk_module(model, "", zero_bias, notes, ops, names)
-    try:
-        with torch.no_grad():
-            out = model(torch.zeros(2, *input_shape))
-    except Exception as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"the model cannot take data points of shape {tuple(input_shape)}: {msg}") from None
-    if not isinstance(out, torch.Tensor) or out.dim() != 2:
-        raise InputError("the model must return logits [batch, classes]")
-    return tuple(ops), names, notes
+    from .probe import Inits
+    if not (isinstance(model, nn.Module) or callable(model)):
+        raise InputError(f"model must be an nn.Module or a factory, got {type(model).__name__}")
+    inits = Inits(model, None, seed, zero_bias)
+    gm = graph.trace(inits.module(0), input_shape)
+    weighted = [n.target for n in gm.graph.nodes if n.op == "call_module"
+                and isinstance(gm.get_submodule(n.target), (TORCH_LINEAR, TORCH_CONV))]
+    stock = isinstance(model, nn.Module)
+    own = [t for t in dict.fromkeys(weighted) if not (stock and _is_stock(gm.get_submodule(t)))]
+    laws = measured_laws(inits, own, notes)
+
+    def law(name, mod):
+        s2w, s2b = laws[name] if name in laws else stock_law(mod)
+        return math.sqrt(s2w), (0.0 if zero_bias else math.sqrt(s2b))
+    ops, names = graph.graph_ops(gm, lambda target, mod: leaf(mod, target, law))
+    return ops, names, notes
+
+
+def _is_stock(mod) -> bool:
+    stock = TORCH_LINEAR if isinstance(mod, TORCH_LINEAR) else TORCH_CONV
+    return type(mod).reset_parameters is stock.reset_parameters
 
 
 def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, seed: int = 0, n_draws=None,
@@ -142,7 +158,7 @@ def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, see
     if n_out < 2:
         raise InputError(f"--classes must be >= 2, got {n_out}")
     model = models.resolve_model(model_spec, ds.data.shape[1:], n_out) if isinstance(model_spec, str) else model_spec
-    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias)
+    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias, seed)
     res = theory(ops, ds.data.double().numpy(), classes=n_out, names=names, n_draws=n_draws, seed=seed, pairs=pairs)
     res.notes = notes + res.notes
     info = dict(model=model_spec if isinstance(model_spec, str) else type(model_spec).__name__,
@@ -189,7 +205,7 @@ def compare_with_probe(res, model, ds, classes: int, zero_bias: bool, seed: int 
     from scipy import stats as sps
 
     from .stats import jitter_g0
-    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias)
+    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias, seed)
     from igbsym.nngp import theory
     th = theory(ops, ds.data.double().numpy(), classes=classes, names=names, n_draws=n_draws, seed=seed)
     th.notes = notes + th.notes

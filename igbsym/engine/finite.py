@@ -179,7 +179,7 @@ def _residual_cov(act, kernel, alpha, mean, panel):
 def _residual(op, mean, shift, cov, ratio, step, panel, where):
     """x → x + α φ(W x) (a linear-first branch [Dense, Act]) on the trunk's five averages (module docstring)."""
     block = op.children
-    if len(block) != 2 or block[0].stage != "pre" or block[1].stage != "act" or block[0].sigma_b != 0:
+    if len(block) != 2 or not block[0].starts_layer or not block[1].elementwise or block[0].sigma_b != 0:
         raise InputError(f"{where}: finite width covers residual blocks x + alpha phi(W x) (linear-first, no norm, "
                          "no bias) only")
     act, alpha, w2 = block[1], float(op.alpha), float(block[0].sigma_w) ** 2
@@ -211,32 +211,32 @@ def _layer_series(head, block, L, r_in, r, where, refine):
         return w2 * mean[:3], w2 * shift[:3], w2 * w2 * cov[:3, :3]
 
     for op in head:
-        if op.stage != "pre":
+        if not op.starts_layer:
             raise InputError(f"{where}: the ops before the first block must be one Dense")
         mean, shift, cov = dense(op, mean, shift, cov)
         stage = "kernel"
     for layer in range(L):
         for op in block:
-            if op.stage == "act":
+            if op.elementwise:
                 if stage != "kernel":
                     raise InputError(f"{where}: an activation must follow a Dense (got {op.name} after a {stage})")
                 f0, sh, cv = _delta(lambda K, act=op: unit_means(act, K), mean, shift, cov, step)
                 cv = cv + r[layer] * unit_cov(op, mean[0], mean[2], panel)
                 mean, shift, cov, stage = f0, sh, cv, "units"
-            elif op.stage == "pre":
+            elif op.starts_layer:
                 if stage != "units":
                     raise InputError(f"{where}: a Dense must follow an activation or a norm after it")
                 out.append(_gamma_pair(mean, shift, layer, where))
                 mean, shift, cov = dense(op, mean, shift, cov)
                 stage = "kernel"
-            elif op.stage == "norm" and stage == "units":
-                mean, shift, cov = _delta(op.empirical, mean, shift, cov, step)
-            elif op.stage == "res":
+            elif op.children:
                 if stage == "kernel":      # the embedding's units: the identity on i.i.d. Gaussian units
                     f0, sh, cv = _delta(lambda K: unit_means(IDENTITY, K), mean, shift, cov, step)
                     mean, shift, cov, stage = f0, sh, cv + r[0] * unit_cov(IDENTITY, mean[0], mean[2], panel), "units"
                 mean, shift, cov = _residual(op, mean, shift, cov, r[layer], step, panel, where)
                 out.append(_gamma_pair(mean, shift, layer, where))
+            elif stage == "units":         # an op across the units (a norm after φ): its own empirical map
+                mean, shift, cov = _delta(op.empirical, mean, shift, cov, step)
             else:
                 raise InputError(f"{where}: op {type(op).__name__} at stage {stage!r} has no finite-width map "
                                  "(covered: Dense without bias, an activation, LayerNorm or RMSNorm after it)")

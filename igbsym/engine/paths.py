@@ -119,11 +119,11 @@ def periodic(ops) -> tuple:
     """(head, block, L) with ops = head + block × L (ignoring a trailing readout Dense, which keeps c and e), the
     block ending in a Dense or being one residual op; None where the ops are not a repeated block."""
     ops = tuple(op.limit() for op in ops)          # widths do not enter the width-limit maps
-    body = ops[1:-1] if ops[-1].stage == "pre" else ops[1:]
+    body = ops[1:-1] if ops[-1].starts_layer else ops[1:]
     for cand in (body, body + ops[:1]):
         for p in range(1, len(cand) + 1):
             n, block = len(cand) // p, cand[:p]
-            if n * p == len(cand) and block * n == cand and block[-1].stage in ("pre", "res"):
+            if n * p == len(cand) and block * n == cand and (block[-1].starts_layer or block[-1].children):
                 return ops[:1], block, n
     return None
 
@@ -139,14 +139,14 @@ def layer_gammas(ops, backend: str = "numpy", where: str = "predict") -> list:
     out, s, seen = [], input_state(backend), False
     free = _free(ops, backend)
     for op in ops:
-        if op.stage == "pre" and seen:
+        if op.starts_layer and seen:
             out.append(s.gamma)
         s = op.map(s, backend)
         if free:
             s = s.rescaled()[0]
         if backend == "numpy":
             check_state(s, where)
-        seen = seen or op.stage == "pre"
-        if op.stage == "res":
+        seen = seen or op.starts_layer
+        if op.children:
             out.append(s.gamma)
     return out

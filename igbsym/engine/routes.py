@@ -25,7 +25,7 @@ from .tails import geometric, geometric_tail, stationary
 def arccos_block(ops) -> bool:
     """The block acts on (c, 1 − c) through one positively homogeneous φ only (every other op keeps the centre share:
     Dense, RMSNorm, LayerNorm on a centred input before φ): the map is k_s on (c, e) alone."""
-    acts_at = [i for i, op in enumerate(ops) if op.stage == "act"]
+    acts_at = [i for i, op in enumerate(ops) if op.elementwise]
     if len(acts_at) != 1 or ops[acts_at[0]].degree != 1:
         return False
     k = acts_at[0]
@@ -176,8 +176,8 @@ def shift_path(L, a, sigma_w, backend, where, last):
 def mehler_block(ops) -> bool:
     """φ ∈ mehler.ACTIVATIONS, then a scale-invariant op that keeps the centre share (RMSNorm), then the Dense: the
     q entering φ is σ_w² at every layer."""
-    return (len(ops) == 3 and ops[0].stage == "act" and ops[0].name in mehler.ACTIVATIONS
-            and ops[1].keeps_share is True and ops[1].degree == 0 and ops[2].stage == "pre")
+    return (len(ops) == 3 and ops[0].elementwise and ops[0].name in mehler.ACTIVATIONS
+            and ops[1].keeps_share is True and ops[1].degree == 0 and ops[2].starts_layer)
 
 
 def mehler_split(L, ops, backend, last, walk_rest):

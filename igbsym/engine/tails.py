@@ -117,7 +117,7 @@ def affine(ops, state, new, tol, backend, rest):
     below 10^-(dps+5) (mpmath: the next terms are O(c) relative) and stays fixed (a norm after φ resets it). Then
     1 − c = e/(1 + β)^k exactly, with no fixed point for ~1/β layers: the iteration would walk every layer
     (gelu + RMSNorm after φ at L = 1e5, σ_w = 1e-320: 27 s a precision). Returns the mask and β = (c' − c)/e'."""
-    if ops[0].stage != "act":
+    if not ops[0].elementwise:
         return False, None
     if backend != "numpy":   # the map's next terms are O(c) relative: c_L ~ c + rest·β must be below the precision
         beta = (new.c - state.c) / new.e

@@ -44,14 +44,14 @@ def walk(head, ops, L, backend="numpy", where="walk", last=False):
 
 def _route(head, ops, L, backend, where, last):
     """γ by a cheaper exact route of ``routes`` where the block has one, else None."""
-    act = ops[0] if ops[0].stage == "act" else None
+    act = ops[0] if ops[0].elementwise else None
     if arccos_block(ops) and (backend == "numpy" or last):
-        slope = next(op for op in ops if op.stage == "act").slope
+        slope = next(op for op in ops if op.elementwise).slope
         if backend != "numpy":
             return [arccos_gamma_mp(L, slope)]
         return arccos_gammas(L, np.asarray(slope, float) + np.zeros(points(ops)))
-    if (act is not None and act.name == "srelu" and len(ops) == 2 and ops[1].stage == "pre" and len(head) == 1
-            and head[0].stage == "pre" and _centres_layer_one(act, ops[1], backend)):
+    if (act is not None and act.name == "srelu" and len(ops) == 2 and ops[1].starts_layer and len(head) == 1
+            and head[0].starts_layer and _centres_layer_one(act, ops[1], backend)):
         if backend == "numpy":
             return shift_points(L, *np.broadcast_arrays(np.asarray(act.a, float), np.asarray(ops[1].sigma_w, float)),
                                 where, last)

@@ -16,6 +16,7 @@ from .. import activations as acts
 from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi, PhiInv, ndtri_nearer, ndtri_symmetric
+from ..gauss import activation as gauss_act
 from ..ops import SIGMA_W as KAIMING
 from ..registry import get, register
 
@@ -171,12 +172,17 @@ def gamma_case(activation):
     small, large = _small_sigma_gamma(activation), _large_sigma_gamma(activation)
 
     def ratio(sigma_w, a):
-        m = mean.numpy(activation=activation, sigma=sigma_w, a=a)
-        quad = m * (m / var.numpy(activation=activation, sigma=sigma_w, a=a))  # m² underflows from m < 1.5e-154
-        sigma_w = np.asarray(sigma_w)
-        if small is not None:
-            quad = np.where(sigma_w <= _SMALL_SIGMA, small(sigma_w), quad)
-        return quad if large is None else np.where(sigma_w >= _LARGE_SIGMA, large, quad)
+        sigma_w, a = np.broadcast_arrays(np.asarray(sigma_w, float), np.asarray(a, float))
+        out = np.empty(sigma_w.shape)
+        tiny = sigma_w <= _SMALL_SIGMA if small is not None else np.zeros(sigma_w.shape, bool)
+        huge = sigma_w >= _LARGE_SIGMA if large is not None else np.zeros(sigma_w.shape, bool)
+        mid = ~(tiny | huge)
+        if mid.any():   # the limits take over where mean and variance under- or overflow
+            m = mean.numpy(activation=activation, sigma=sigma_w[mid], a=a[mid])
+            out[mid] = m * (m / var.numpy(activation=activation, sigma=sigma_w[mid], a=a[mid]))  # m² underflows
+        out[tiny] = small(sigma_w[tiny]) if tiny.any() else 0
+        out[huge] = large
+        return out[()] if out.ndim == 0 else out
     return NumericRoute(
         ratio,
         lambda sigma_w, a: mean.mp(activation=activation, sigma=sigma_w, a=a, dps=_dps()) ** 2
@@ -192,12 +198,15 @@ _SMALL_SIGMA = 1e-100  # below, E[phi] and Var[phi] underflow (gelu at 1e-308: 0
 
 
 def _small_sigma_gamma(activation):
-    """γ(σ) for σ <= 1e-100 from φ's Taylor coefficients at 0: E φ(σZ) = φ(0) + φ''(0)σ²/2 + O(σ⁴) and
-    Var φ(σZ) = φ'(0)²σ² + O(σ⁴), so γ = φ(0)²/(φ'(0)σ)² (1 + O(σ²)) if φ(0) != 0, else (φ''(0)/(2φ'(0)))² σ²
-    (1 + O(σ²)); None where φ'(0) = 0 or the coefficients depend on a parameter (those cases are exact forms)."""
-    act = acts.ACTIVATIONS[activation]
-    d0, d1, d2 = (sp.simplify(sp.diff(act.expr, acts.x_, k).subs(acts.x_, 0)) for k in range(3))
-    if any(v.free_symbols for v in (d0, d1, d2)) or d1 == 0:
+    """γ(σ) for σ <= 1e-100 from φ's Taylor coefficients at 0 (``igbsym.gauss.activation.entry``): E φ(σZ) =
+    φ(0) + φ''(0)σ²/2 + O(σ⁴) and Var φ(σZ) = φ'(0)²σ² + O(σ⁴), so γ = φ(0)²/(φ'(0)σ)² (1 + O(σ²)) if φ(0) != 0,
+    else (φ''(0)/(2φ'(0)))² σ² (1 + O(σ²)); None where φ'(0) = 0 or φ is not a smooth function of x alone (those
+    cases are exact forms)."""
+    if not _generic(activation):
+        return None
+    e = gauss_act.entry(activation)
+    d0, d1, d2 = e.phi0, e.series[0], 2 * e.series[1]
+    if d1 == 0:
         return None
     if d0 != 0:
         c = float(d0**2 / d1**2)
@@ -210,22 +219,24 @@ _LARGE_SIGMA = 1e100  # above, the large-sigma limit of a linear far field (Var[
 
 
 def _large_sigma_gamma(activation):
-    """γ(σ) for σ >= 1e100 where φ(x) = c₊x (x > 0), c₋x (x < 0) plus a remainder r with x³r(x) -> 0 at ±∞ (SiLU,
-    GELU: exponentially small): E φ(σZ) = σ(c₊ - c₋)/√(2π) + O(1/σ) and E φ(σZ)² = σ²(c₊² + c₋²)/2 + O(1), so
-    γ = (c₊ - c₋)²/(π(c₊² + c₋²) - (c₊ - c₋)²) (1 + O(σ⁻²)) (ReLU's 1/(π - 1) at c₊ = 1, c₋ = 0); None where φ
-    is bounded (c₊ = c₋ = 0: its moments stay finite and the quadrature ratio holds) or the remainder is not small."""
-    x = acts.x_
-    phi = acts.ACTIVATIONS[activation].expr.rewrite(sp.erf)   # (Phi -> erf: SymPy's limits know erf)
-    if phi.free_symbols - {x}:
+    """γ(σ) for σ >= 1e100 where φ(x) = c₊x + b₊ (x > 0), c₋x + b₋ (x < 0) plus a remainder r with x³r(x) -> 0 at
+    ±∞ (``igbsym.gauss.activation.far_field``; SiLU, GELU: exponentially small): E φ(σZ) = σ(c₊ − c₋)/√(2π) + O(1)
+    and E φ(σZ)² = σ²(c₊² + c₋²)/2 + O(σ), so γ = (c₊ − c₋)²/(π(c₊² + c₋²) − (c₊ − c₋)²) (1 + O(σ⁻¹)) (ReLU's
+    1/(π − 1) at c₊ = 1, c₋ = 0; the O(σ⁻¹) term is < 1e-99 relative); None where φ is bounded (c₊ = c₋ = 0: its
+    moments stay finite and the quadrature ratio holds), or has no such far field."""
+    if not _generic(activation):
         return None
-    slopes = [sp.limit(phi / x, x, end) for end in (sp.oo, -sp.oo)]
-    if any(not c.is_finite for c in slopes) or slopes == [0, 0]:
+    far = gauss_act.far_field(activation)
+    if far is None or (far.cp == 0 and far.cm == 0):
         return None
-    cp, cm = slopes
-    for end, c in ((sp.oo, cp), (-sp.oo, cm)):
-        if sp.limit(x**3 * (phi - c * x), x, end) != 0:
-            return None
+    cp, cm = far.cp, far.cm
     return float((cp - cm) ** 2 / (sp.pi * (cp**2 + cm**2) - (cp - cm) ** 2))
+
+
+def _generic(activation) -> bool:
+    """A smooth activation of x alone: its Taylor series and far field come from igbsym.gauss.activation."""
+    act = acts.ACTIVATIONS[activation]
+    return act.smooth and not (act.expr.free_symbols - {acts.x_})
 
 
 def _leaky_gamma(a):

@@ -13,8 +13,7 @@ from .. import activations as acts
 from .. import params as P
 from ..form import ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..functions import Phi
-from ..functions import mp_ncdf
-from ..gauss import mp_split_expect, split_expect, split_var
+from ..gauss import activation as gauss_act
 from ..numerics import power_product
 from ..registry import register
 
@@ -374,50 +373,69 @@ register(ClosedForm(
     expr=sp.factor((1 + a**2) * sigma**2 / 2 - (1 - a)**2 * sigma**2 / (2 * sp.pi)), kernel=_leaky_var))
 
 # --- any activation of N(0, sigma^2) ------------------------------------------------------------------
+# Everything per activation comes from its entry (igbsym.activations): a fixed slope gives the closed forms of a
+# positively homogeneous φ = x⁺ − s x⁻, odd φ a zero mean, φ(x) + φ(−x) = 2φ(0) the mean φ(0), the entry's
+# exact overrides the rest; any other smooth φ takes the quadrature of igbsym.gauss.activation.
 _s = sp.Symbol("sigma", positive=True)
-_EXACT_MEAN = {
-    "relu": _s / sp.sqrt(2 * sp.pi), "leaky_relu": (1 - a) * _s / sp.sqrt(2 * sp.pi), "identity": sp.S.Zero,
-    "tanh": sp.S.Zero, "erf": sp.S.Zero, "sigmoid": sp.S.Half, "srelu": sp.S.Zero,
-    "gelu": _s / sp.sqrt(2 * sp.pi) / sp.sqrt(1 + _s**-2),  # = σ²/sqrt(2π(1+σ²)), no σ² overflow
-}
-_EXACT_MEAN_NP = {  # NumPy kernels of _EXACT_MEAN / _EXACT_VAR over the whole double range (no σ², a² overflow)
-    "relu": lambda s, a: s * _SQ2PI_INV, "leaky_relu": lambda s, a: _leaky_mean(a, s),
-    "identity": lambda s, a: 0 * s, "tanh": lambda s, a: 0 * s, "erf": lambda s, a: 0 * s, "srelu": lambda s, a: 0 * s,
-    "sigmoid": lambda s, a: 0 * s + 0.5,
-    "gelu": lambda s, a: np.where(s < 1, s * (s / np.sqrt(1 + s * s)), s / np.sqrt(1 + 1 / (s * s))) * _SQ2PI_INV,
-}
-_EXACT_VAR_NP = {
-    "relu": lambda s, a: power_product([(s, 2)], (np.pi - 1) / (2 * np.pi)),
-    "srelu": lambda s, a: power_product([(s, 2)], (np.pi - 1) / (2 * np.pi)),
-    "leaky_relu": lambda s, a: _leaky_var(a, s), "identity": lambda s, a: power_product([(s, 2)]),
-    # (2/π) asin(2σ²/(1 + 2σ²)) = (2/π) atan2(2σ, sqrt(1/σ² + 4)): no σ² overflow (NaN from σ = 1.3e154) and no
-    # asin(1 − ε) cancellation at large σ
-    "erf": lambda s, a: 2 / np.pi * np.arctan2(2 * s, np.hypot(1 / s, 2.0)),
-}
-
-
-def _exact_kernel(table):
-    def kernel(activation, sigma, a):
-        sigma, a = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))
-        return table[activation](sigma, a)
-    return kernel
-
-
-_EXACT_VAR = {
-    "relu": _s**2 * (sp.pi - 1) / (2 * sp.pi), "srelu": _s**2 * (sp.pi - 1) / (2 * sp.pi),
-    "leaky_relu": sp.factor((1 + a**2) * _s**2 / 2 - (1 - a)**2 * _s**2 / (2 * sp.pi)),
-    "identity": _s**2, "erf": 2 * sp.asin(2 * _s**2 / (1 + 2 * _s**2)) / sp.pi,
-}
-for _name in acts.homogeneous_names():      # any other φ = x⁺ − s x⁻ with a fixed slope s (e.g. abs, s = −1)
-    _slope = acts.get(_name).slope
-    if _name not in _EXACT_MEAN and _slope != "a":
-        _EXACT_MEAN[_name] = (1 - _slope) * _s / sp.sqrt(2 * sp.pi)
-        _EXACT_VAR[_name] = sp.factor(((1 + _slope**2) / sp.Integer(2) - (1 - _slope) ** 2 / (2 * sp.pi)) * _s**2)
-        _EXACT_MEAN_NP[_name] = (lambda t: lambda s, a: s * ((1 - t) * _SQ2PI_INV))(_slope)
-        _EXACT_VAR_NP[_name] = (lambda t: lambda s, a: power_product(
-            [(s, 2)], (1 + t * t) / 2 - (1 - t) ** 2 / (2 * np.pi)))(_slope)
 ACTIVATION, A_DEFAULT = P.ACTIVATION, P.LEAKY_A
 _x = sp.Symbol("x", real=True)
+
+
+def _on_entry(expr):
+    """An entry's override (in acts.s_, acts.a_) in this module's symbols."""
+    return sp.sympify(expr).subs({acts.s_: _s, acts.a_: a})
+
+
+def _homogeneous(act, which):
+    """The closed form (SymPy) of E or Var of φ = x⁺ − t x⁻ (t the entry's slope, or the leaky parameter a)."""
+    t = a if act.slope == "a" else sp.sympify(act.slope)
+    if which == "mean":
+        return (1 - t) * _s / sp.sqrt(2 * sp.pi)
+    return sp.factor(((1 + t**2) / sp.Integer(2) - (1 - t) ** 2 / (2 * sp.pi)) * _s**2)
+
+
+def _homogeneous_np(act, which, s, a_value):
+    if act.slope == "a":
+        return _leaky_mean(a_value, s) if which == "mean" else _leaky_var(a_value, s)
+    t = float(act.slope)
+    if which == "mean":
+        return s * ((1 - t) * _SQ2PI_INV)
+    return power_product([(s, 2)], (1 + t * t) / 2 - (1 - t) ** 2 / (2 * np.pi))
+
+
+def _symmetric_mean(act):
+    """φ(0) where φ(x) + φ(−x) = 2φ(0) identically (odd about its value at 0: E φ(σZ) = φ(0)), else None."""
+    f = act.expr.subs({acts.x_: _x})
+    if act.expr.free_symbols - {acts.x_}:
+        return None
+    f0 = f.subs(_x, 0)
+    return sp.simplify(f0) if sp.simplify(f + f.subs(_x, -_x) - 2 * f0) == 0 else None
+
+
+def _exact(activation, which):
+    """The exact E / Var of φ(σZ) from the entry, or None (then the quadrature route)."""
+    act = acts.get(activation)
+    override = act.mean_exact if which == "mean" else act.var_exact
+    if override is not None:
+        return _on_entry(override)
+    if act.homogeneous:
+        return _homogeneous(act, which)
+    if which == "mean":
+        return sp.S.Zero if act.odd else _symmetric_mean(act)
+    return None
+
+
+def _exact_np(which):
+    def kernel(activation, sigma, a):
+        act = acts.get(activation)
+        sigma, a_value = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))
+        own = act.mean_np if which == "mean" else act.var_np
+        if own is not None:
+            return own(sigma, a_value)
+        if act.homogeneous:
+            return _homogeneous_np(act, which, sigma, a_value)
+        return 0 * sigma + float(_exact(activation, which))    # odd or symmetric: a constant mean
+    return kernel
 
 
 def _defining(act, power: int):
@@ -427,94 +445,36 @@ def _defining(act, power: int):
                        (_x, -sp.oo, sp.oo))
 
 
-_e = special.expit
-#: activation -> (mean integrand, its remainder beyond the far field, far-field mean (σ)) and the same for the
-#: integrand of the centred second moment; every integrand is the even part of the exact one (the odd part
-#: integrates to 0 exactly), so tiny σ keeps full relative accuracy (E silu(σZ) ≈ σ²/4, not noise of size σ).
-_SMOOTH = {
-    "silu": ((lambda x: x / 2 * np.tanh(x / 2), lambda x: -np.abs(x) * _e(-np.abs(x)), lambda s: s * _SQ2PI_INV),
-             (lambda x: (x * _e(x)) ** 2,
-              lambda x: np.where(x > 0, -x * x * _e(-x) * (1 + _e(x)), (x * _e(x)) ** 2), lambda s: s * s / 2)),
-    "gelu": ((lambda x: x / 2 * special.erf(x / np.sqrt(2)), lambda x: -np.abs(x) * special.ndtr(-np.abs(x)),
-              lambda s: s * _SQ2PI_INV),
-             (lambda x: (x * special.ndtr(x)) ** 2,
-              lambda x: np.where(x > 0, -x * x * special.ndtr(-x) * (1 + special.ndtr(x)), (x * special.ndtr(x)) ** 2),
-              lambda s: s * s / 2)),
-    "tanh": (None, (lambda x: np.tanh(x) ** 2, lambda x: -1 / np.cosh(x) ** 2, lambda s: np.ones_like(s))),
-    "sigmoid": (None, (lambda x: np.tanh(x / 2) ** 2 / 4, lambda x: -1 / (4 * np.cosh(x / 2) ** 2),
-                       lambda s: np.full_like(s, 0.25))),
-}
-_mp_e = lambda x: 1 / (1 + mpmath.exp(-x))  # noqa: E731
-_MP_EVEN = {  # the same even integrands in mpmath, (mean, second moment), each as (integrand, remainder, far mean);
-    #           sigmoid's second is of sigmoid - 1/2
-    "silu": ((lambda x: x / 2 * mpmath.tanh(x / 2), lambda x: -abs(x) * _mp_e(-abs(x)), lambda s: s / _mp_sq2pi()),
-             (lambda x: (x * _mp_e(x)) ** 2,
-              lambda x: -x * x * _mp_e(-x) * (1 + _mp_e(x)) if x > 0 else (x * _mp_e(x)) ** 2, lambda s: s * s / 2)),
-    "gelu": ((lambda x: x / 2 * mpmath.erf(x / mpmath.sqrt(2)), lambda x: -abs(x) * mp_ncdf(-abs(x)),
-              lambda s: s / _mp_sq2pi()),
-             (lambda x: (x * mp_ncdf(x)) ** 2,
-              lambda x: -x * x * mp_ncdf(-x) * (1 + mp_ncdf(x)) if x > 0 else (x * mp_ncdf(x)) ** 2,
-              lambda s: s * s / 2)),
-    "tanh": (None, (lambda x: mpmath.tanh(x) ** 2, lambda x: -mpmath.sech(x) ** 2, lambda s: mpmath.mpf(1))),
-    "sigmoid": (None, (lambda x: mpmath.tanh(x / 2) ** 2 / 4, lambda x: -mpmath.sech(x / 2) ** 2 / 4,
-                       lambda s: mpmath.mpf(1) / 4)),
-}
-
-
-def _mp_sq2pi():
-    return mpmath.sqrt(2 * mpmath.pi)
-
-
-SMOOTH_ERROR = ("fixed composite Gauss-Legendre grids, cost independent of sigma: z-grid (panel 0.05) for sigma <= 8, "
-                "closed-form far field + x-grid of the exponentially small remainder on [-45, 45] (panel 0.4) for "
-                "sigma > 8; even-part integrands: relative error <= 1e-12 for every sigma > 0")
+SMOOTH_ERROR = ("from the entry alone (igbsym.gauss.activation): Taylor series of phi - phi(0) near 0, even parts, "
+                "fixed composite Gauss-Legendre z-grid (panel 0.05) for sigma <= 8, closed-form affine far field + "
+                "x-grid of the exponentially small remainder on [-45, 45] above: relative error <= 1e-12 for every "
+                "sigma whose value is a normal double (below: NumericalError)")
 
 
 def _numeric_moment(act: str, centred: bool) -> NumericRoute:
-    """E[φ(σZ)] or Var[φ(σZ)] by quadrature (the route for cases with no closed form); see _SMOOTH."""
-    mean_spec, second_spec = _SMOOTH[act]
-    mp_mean, mp_second = _MP_EVEN[act]
-
-    def np_mean(sigma):
-        if mean_spec:
-            return split_expect(*mean_spec, sigma)
-        return (0.5 if act == "sigmoid" else 0.0) * np.ones_like(sigma)
-
-    def np_route(sigma, a):
-        sigma = np.broadcast_arrays(np.asarray(sigma, float), np.asarray(a, float))[0]
-        if not centred:
-            return np_mean(sigma)
-        return split_expect(*second_spec, sigma) if mean_spec is None else split_var(mean_spec, second_spec, sigma)
-
-    def mp_route(sigma, a):
-        scale = min(mpmath.mpf(sigma) ** 2, 1)   # every even integrand is O(x²) at 0 (see mp_expect)
-        if not centred:
-            return mp_split_expect(*mp_mean, sigma, scale)
-        second = mp_split_expect(*mp_second, sigma, scale)
-        if mp_mean is None:
-            return second
-        s = mpmath.mpf(sigma)   # GELU's mean has a closed form (_EXACT_MEAN): half the quadratures
-        mean = (s * s / mpmath.sqrt(2 * mpmath.pi * (1 + s * s)) if act == "gelu"
-                else mp_split_expect(*mp_mean, s, scale))
-        return second - mean**2
-
+    """E[φ(σZ)] or Var[φ(σZ)] by the entry-derived quadrature (the route for cases with no closed form)."""
+    np_fn, mp_fn = (gauss_act.var_np, gauss_act.var_mp) if centred else (gauss_act.mean_np, gauss_act.mean_mp)
     defining = _defining(act, 2) - _defining(act, 1) ** 2 if centred else _defining(act, 1)
-    return NumericRoute(np_route, mp_route, "quadrature", SMOOTH_ERROR, defining)
+    return NumericRoute(lambda sigma, a: np_fn(act, np.broadcast_arrays(np.asarray(sigma, float),
+                                                                        np.asarray(a, float))[0]),
+                        lambda sigma, a: mp_fn(act, sigma), "quadrature", SMOOTH_ERROR, defining)
 
 
 def _mean_case(activation):
-    return _EXACT_MEAN[activation] if activation in _EXACT_MEAN else _numeric_moment(activation, False)
+    exact = _exact(activation, "mean")
+    return exact if exact is not None else _numeric_moment(activation, False)
 
 
 def _var_case(activation):
-    return _EXACT_VAR[activation] if activation in _EXACT_VAR else _numeric_moment(activation, True)
+    exact = _exact(activation, "var")
+    return exact if exact is not None else _numeric_moment(activation, True)
 
 
 register(ClosedForm(
     "activation.mean", "E[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
     (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); App. G (antisymmetric: 0)"),
-    builder=_mean_case, kernel=_exact_kernel(_EXACT_MEAN_NP)))
+    builder=_mean_case, kernel=_exact_np("mean")))
 register(ClosedForm(
     "activation.var", "Var[phi(X)] for X ~ N(0, sigma^2) and a named activation phi.",
     (ACTIVATION, SIGMA, A_DEFAULT), Provenance(IGB, "Eq. 78 (ReLU); erf: Williams (1997) arcsine kernel"),
-    builder=_var_case, kernel=_exact_kernel(_EXACT_VAR_NP)))
+    builder=_var_case, kernel=_exact_np("var")))

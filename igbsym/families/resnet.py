@@ -31,7 +31,7 @@ from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
 L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
-NESTED_ACTS = ("sigmoid", "gelu", "silu")   # smooth, not odd (odd phi: gamma = 0 exactly; srelu: closed form)
+NESTED_ACTS = tuple(n for n, act in acts.ACTIVATIONS.items() if act.smooth and not act.odd)   # odd phi: gamma = 0
 
 alpha_ = sp.Symbol("alpha", nonnegative=True)
 a_ = sp.Symbol("a", real=True)
@@ -60,7 +60,7 @@ def _shift_cancels(ops, states) -> bool:
     its mean E φ = (√q_φ − 1)/√(2π) is then a difference of nearly equal doubles, and q_φ, a product of rounded
     block moments, is known to a few ulp only: such a point goes to the mpmath route."""
     for op, s in zip(ops[1:], states):
-        head = op.block[:[b.stage == "act" for b in op.block].index(True)]
+        head = op.block[:[b.elementwise for b in op.block].index(True)]
         if head and head[-1].degree == 0:     # a norm right before φ: q_φ = 1 exactly
             continue
         q = compose(head, s, "numpy")[-1].q if head else s.q
@@ -146,7 +146,7 @@ def _nested_per_block(case) -> bool:
 N_PARAM, N_FINITE = P.width_param("width.resnet_gamma", finite_supported,
                                   f"norm none, order linear-first and L <= {finite_L_MAX}")
 NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
-                         f"L <= {L_NESTED} for sigmoid, gelu, silu without batchnorm (each block is a nested "
+                         f"L <= {L_NESTED} for {', '.join(NESTED_ACTS)} without batchnorm (each block is a nested "
                          "quadrature, at 30 and 50 digits ~1 s; the trunk has no fixed point to stop at)",
                          applies=_nested_per_block)
 

@@ -222,3 +222,28 @@ def bvn_cdf(a, b, rho, r=None):
         tb = np.where(b == 0, np.sign(a - rho * b) / 4, special.owens_t(b, (a / b - rho) / r))
     out = 0.5 * (special.ndtr(a) + special.ndtr(b)) - ta - tb - beta
     return np.where((a == 0) & (b == 0), 0.25 + np.arcsin(rho) / (2 * np.pi), out)   # the orthant (Sheppard)
+
+
+# --------------------------------------------------------------------------------------------- closed pair kernels
+GELU_KERNEL_ERROR = ("closed form (Stein / orthant moments): absolute error <= 1e-14 sqrt(E phi(u)^2 E phi(v)^2) "
+                     "(rounding of a few dozen flops; tests/test_pair_kernels.py against mpmath 2-d quadrature)")
+
+
+def gelu_kernel(k, va, vb):
+    """E[GELU(u) GELU(v)], GELU(x) = xΦ(x), (u, v) ~ N(0, [[va, k], [k, vb]]), elementwise, in closed form:
+
+        k/4 + k·arcsin(k/(αβ))/(2π) + (va vb α²β² + k²(1 − va vb)) / (2π α²β² √(α²β² − k²)),  α² = 1 + va, β² = 1 + vb.
+
+    Derivation: Φ(u) = P(X <= u) for an independent X ~ N(0, 1), so the value is E[u v 1{A >= 0} 1{B >= 0}] with
+    A = u − X, B = v − Y jointly Gaussian with (u, v); regressing u, v on the standardised (A, B) (correlation
+    r = k/(αβ)) leaves k·P(A, B >= 0) plus the quadrant's second moments (P = 1/4 + arcsin(r)/(2π),
+    E[Ã²1] = P + r√(1 − r²)/(2π), E[ÃB̃1] = rP + √(1 − r²)/(2π)), which collapse to the form above (the same
+    closed form as Tsuchida et al. 2021, "Avoiding kernel fixed points", for GELU). At k = 0 it is
+    E GELU(u)·E GELU(v) = va vb/(2παβ). α²β² − k² = 1 + va + vb + (va vb − k²) >= 1 + va + vb (no cancellation);
+    the arcsine as atan2 (no loss near |r| = 1). ``GELU_KERNEL_ERROR``."""
+    k, va, vb = (np.asarray(v, float) for v in (k, va, vb))
+    a2, b2 = 1 + va, 1 + vb
+    ab2 = a2 * b2
+    root = np.sqrt(1 + va + vb + np.maximum(va * vb - k * k, 0.0))
+    return (k / 4 + k * np.arctan2(k, root) / (2 * np.pi)
+            + (va * vb * ab2 + k * k * (1 - va * vb)) / (2 * np.pi * ab2 * root))

@@ -1,6 +1,11 @@
-"""Deterministic numerics of the multiclass family (IGB paper App. H): the 2-d reductions of its moments
-(``power``: E[Phi_2^k], the second moment and the dominant-class mean), the C = 3 law and empty-class
-probabilities (``three``), the C = 4 law of the dominant fraction on the ordered gaps (``chamber``), the finite-D
-entropy kernel (``observed``) and the spherical-radial integration of the centred other means with its control
-variates (``spherical``). The family module igbsym/families/multiclass.py
-registers the forms that use them."""
+"""Numerics of the multiclass family (IGB paper App. H), one concept per module; igbsym/families/multiclass.py
+registers the forms that use them (its docstring is the map of the routes).
+
+Deterministic: ``power`` (E[Phi_2^k], the 2-d reduction of the moments) and ``moments`` (var, max_fraction at
+D = inf), ``three`` (C = 3), ``chamber`` (the dominant fraction's law at C = 4), ``observed`` (the finite-D entropy
+kernel), ``counts`` (exact count statistics per fraction vector), ``binary`` (C = 2), ``paper`` (the paper's
+construction). Randomised QMC (C >= 4): ``nets`` (base points), ``spherical`` (spherical-radial rules and control
+variates), ``products`` (prod_j Phi(w - u_j)), ``tables`` (the law table of one (gamma, C)), ``law`` (cdf, pdf and
+their bound), ``functionals`` (p_empty, n_empty, entropy), ``vectors`` (fraction vectors and counts at finite D),
+``dominant`` (max_fraction, max_fraction_cdf). ``bounds``: every value's stated relative error; ``common``: what
+they share."""

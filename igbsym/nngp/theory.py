@@ -72,14 +72,13 @@ def _ops(model) -> tuple:
     return ops
 
 
-WEIGHTED = ("pre", "conv", "res")    # stages of the ops that draw weights (Dense, Conv2d, residual blocks)
 
 
 def _layers(w: Walk, ops) -> list:
     """Per op, its γ-like ratio; NaN for ops on the data alone (before any weights: the same in every init)."""
     out, drawn = [], False
     for s, op in zip(w.summaries, ops):
-        drawn = drawn or op.stage in WEIGHTED
+        drawn = drawn or op.draws_weights
         try:
             r, rp = (s.ratio(), s.ratio_population(w.n_data)) if drawn else (math.nan, math.nan)
         except (ArithmeticError, ZeroDivisionError):

@@ -19,7 +19,6 @@ from ..errors import InputError, NumericalError
 from ..ops.datakernel import input_kernel
 
 TILE = 1 << 21          # kernel entries k(a, b; p, p') per tile (16 MB of float64 per array)
-IMAGE_STAGES = ("conv", "pool")
 
 
 @dataclass
@@ -60,7 +59,7 @@ class Walk:
 
 def image_input(ops, x) -> bool:
     """The data enter as an image [D, C, H, W] iff the first op is spatial (a convolution or pool); else flattened."""
-    return x.ndim == 4 and bool(ops) and ops[0].stage in IMAGE_STAGES
+    return x.ndim == 4 and bool(ops) and ops[0].spatial
 
 
 def check_data(x) -> np.ndarray:

@@ -10,7 +10,7 @@ activations use the pair moments of ``igbsym.gauss``. After a mini-batch BatchNo
 Dataset kernel (Lee et al. 2018, Eq. 5; Cho & Saul 2009): k'(a, b) = E φ(u)φ(v), (u, v) ~ N(0, [[v_a, k], [k, v_b]]):
 (1 − s)²√(v_a v_b) J(ρ) + s k with the arc-cosine J(ρ) = (√(1 − ρ²) + ρ(π − arccos ρ))/(2π), for
 φ = x⁺ − s x⁻ (srelu: minus κ(M_a + M_b) − κ²); (2/π) arcsin(2k/√((1 + 2v_a)(1 + 2v_b))) for erf (Williams 1997);
-``gauss.pair_kernel_np`` otherwise.
+``gauss.gelu_kernel`` (closed form) for GELU; ``gauss.pair_kernel_np`` otherwise.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import sympy as sp
 
 from .. import activations as acts
 from .. import bn_law, gauss
+from ..gauss.bivariate import gelu_kernel
 from .base import Op, PoolSource, State, fail, is_zero
 from .datakernel import Kernel
 
@@ -164,6 +165,11 @@ class Act(Op):
     a: object = 0.01
     shift: object = None
     stage = "act"
+    elementwise = True
+
+    @classmethod
+    def example(cls):
+        return cls("gelu")
 
     def __post_init__(self):
         if self.name not in acts.names():
@@ -287,6 +293,8 @@ class Act(Op):
             return out
         if self.name == "erf":
             return erf_kernel(k, va, vb)
+        if self.name == "gelu":
+            return gelu_kernel(k, va, vb)
         return gauss.pair_kernel_np(self.name, float(self.a), k, va, vb)
 
     def kernel_mean(self, v):
@@ -308,7 +316,14 @@ class Act(Op):
         if linear:
             return s                                 # φ(x) = x: E[uv] = k (the map below with s = 1, exactly)
         k, ka, kb = s.entrywise(self.kernel_entry)
-        return s.replace(k=k, ka=ka, kb=kb, ma=self.kernel_mean(s.va), mb=self.kernel_mean(s.vb), gaussian=linear)
+        return s.replace(k=k, ka=ka, kb=kb, ma=self.kernel_mean(s.va), mb=self.kernel_mean(s.vb), gaussian=linear,
+                         source=(s, self, k))
+
+    def apply_np(self, x):
+        """φ(x) elementwise in NumPy (srelu: relu(x) minus its constant), for maps that sample Gaussian units."""
+        if self.name == "srelu":
+            return np.maximum(x, 0) - float(self.shift_value("numpy"))
+        return self.act.numpy(x, float(self.a), 0.0)
 
     def noise(self, s, backend="numpy"):
         """E[φ'(u)²], u ~ N(0, q): (1 + s²)/2 for φ = x⁺ − s x⁻ (srelu: 1/2); quadrature otherwise."""

@@ -21,7 +21,8 @@ Every op implements (the base class says what a missing map means):
 - ``full_batch(n_data)``: the op with full-batch statistics over a dataset of n_data rows made explicit;
 - ``at(i)``: the op with its array-valued parameters taken at point i (per-point walks);
 - ``kernel(k)``: the map of the infinite-width kernel over a dataset (``igbsym.nngp``);
-- ``empirical(t)``: the map of a layer's empirical averages over its units (finite width, ``engine.finite``).
+- ``empirical(t)``: the map of a layer's empirical averages over its units (finite width, ``engine.finite``);
+- ``example()``: a small valid instance, for the generic tests over every op.
 Composing ops composes maps (``compose``); a residual block is a composite op (``igbsym.ops.residual``).
 """
 from __future__ import annotations
@@ -105,10 +106,21 @@ def is_zero(x) -> bool:
 class Op:
     """An architecture op (module docstring). Subclasses are frozen dataclasses."""
 
-    stage = "op"          # the simulator's name for the tensor after this op ('pre', 'norm', 'act', 'pool', 'res')
+    stage = "op"          # the simulator's label of the tensor after this op ('pre', 'norm', 'act', 'pool', 'res')
+    # the roles a composition asks for (tests/test_architecture.py: no dispatch on `stage` outside igbsym/ops)
+    starts_layer = False  # a Dense: its output is a new layer's pre-activations
+    elementwise = False   # applies one activation φ unit by unit (an Act)
+    draws_weights = False  # draws a weight tensor (Dense, Conv2d, a residual block's branch)
+    spatial = False       # acts on images [N, C, H, W] (Conv2d, the pools)
     degree = 1            # 1: op(λx) = λ op(x); 0: op(λx) = op(x); None: neither
     rows = None           # rows the op processes together (a BatchNorm mini-batch), else None
     keeps_share = False   # True: the map keeps (c, e); "centred": it does where the input mean is 0
+
+    @classmethod
+    def example(cls) -> "Op":
+        """A small valid instance (with widths, so its torch module builds): the generic protocol tests run every
+        op through it. The dataclass defaults where they are valid; ops whose defaults are not override it."""
+        return cls()
 
     def sym(self, s: State) -> State:
         raise InputError(f"{type(self).__name__}: no closed-form (SymPy) map; use the numpy or mpmath backend")

@@ -52,8 +52,13 @@ class Conv2d(Op):
     sigma_w: object = SIGMA_W
     sigma_b: object = 0
     stage = "conv"
+    draws_weights = spatial = True
     sym = numpy = mp = no_state_map
     noise = no_noise_map
+
+    @classmethod
+    def example(cls):
+        return cls(4, 3, 1, 1)
 
     def __post_init__(self):
         for name in ("k", "stride"):

@@ -14,6 +14,9 @@ and ``kb`` [1, B, P, P] the rows' and columns' own kernels (a point with itself)
 layout with ka, kb, ma, mb all [n, 1, ...]. ``flat``: the units are features (a Dense may follow; a Flatten makes an
 image flat and keeps its positions, which the next Dense averages); ``gaussian``: the units are jointly Gaussian
 with zero mean over the weights (Dense/Conv outputs, their norms and linear pools), which an activation needs.
+``source``: (the Gaussian kernel before an elementwise activation, the Act op, this block's ``k``) as left by
+``Act.kernel``: a max-pool needs the Gaussian units under φ (max_i φ(u_i) is a function of the Gaussian window); it
+is current only while ``k`` is that same array (``current_source``), so any op that changes k drops it.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ class Kernel:
     hw: tuple = (1, 1)
     flat: bool = True
     gaussian: bool = False
+    source: tuple | None = None
 
     @property
     def P(self) -> int:
@@ -67,6 +71,12 @@ class Kernel:
         def one(m, v):
             return m.mean(-1)[..., None, None], v.mean(-1)[..., None, None]
         return (*one(self.ma, self.va), *one(self.mb, self.vb))
+
+    def current_source(self):
+        """(Gaussian kernel before φ, the Act op) if this block is φ of that kernel (module docstring), else None."""
+        if self.source is None or self.source[2] is not self.k:
+            return None
+        return self.source[:2]
 
     def spatial(self, what: str) -> tuple:
         if self.flat:

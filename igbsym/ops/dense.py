@@ -31,7 +31,12 @@ class Dense(Op):
     sigma_w: object = SIGMA_W
     sigma_b: object = 0
     stage = "pre"
+    starts_layer = draws_weights = True
     keeps_share = True
+
+    @classmethod
+    def example(cls):
+        return cls(4, 1.3)
 
     @property
     def degree(self):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .act import Act
 from .base import Op, State, compose, degree, fail
 from .dense import Dense
 from .norms import BatchNorm
@@ -30,6 +31,11 @@ class Residual(Op):
     alpha: object = 1.0
     block: tuple = ()
     stage = "res"
+    draws_weights = True
+
+    @classmethod
+    def example(cls):
+        return cls(0.5, (Dense(4, 1.1), Act("relu")))
 
     def __post_init__(self):
         object.__setattr__(self, "block", tuple(self.block))

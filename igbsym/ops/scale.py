@@ -22,6 +22,10 @@ class Scale(Op):
     stage = "scale"
     keeps_share = True
 
+    @classmethod
+    def example(cls):
+        return cls(0.7)
+
     def __post_init__(self):
         a = self.alpha
         if isinstance(a, (int, float)) and not (a > 0 and a < float("inf")):

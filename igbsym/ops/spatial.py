@@ -56,6 +56,7 @@ class AvgPool2d(Op):
     stride: int | None = None
     padding: int = 0
     stage = "pool"
+    spatial = True
     sym = numpy = mp = no_state_map
     noise = no_noise_map
 
@@ -74,6 +75,7 @@ class GlobalAvgPool(Op):
     """nn.AdaptiveAvgPool2d(1): the mean over all positions."""
 
     stage = "pool"
+    spatial = True
     sym = numpy = mp = no_state_map
     noise = no_noise_map
 
