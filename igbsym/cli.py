@@ -269,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--classes", type=int, default=None, help="C >= 2 output classes: add the multiclass summary")
     s.add_argument("--width", type=int, default=None,
                    help="N: add the finite-width prediction of an MLP of width N (d_in = N) next to the N = inf one")
+    s.add_argument("--rel-se", type=float, default=None,
+                   help="with --width: the exact chain's relative SE at the output (default 0.01)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None)
     s.add_argument("--model", default=None, help="data route: a probe model name or module.path:factory")

@@ -6,12 +6,14 @@ only ``spec.ops`` and walks them with the layer engine (``igbsym.engine.layer_ga
 as the forms ``depth.gamma`` and ``resnet.gamma``). ``architecture(**settings)`` is the thin parser from the CLI's
 vocabulary (``igbsym predict --activation --depth --norm --placement --pool --batch-size --a --sigma-w
 [--residual --alpha --order]``) into a spec; ``--classes C`` adds the multiclass summary (IGB paper App. H).
-``--width N`` (``finite_width(res, N)``) adds, per layer, the finite-width prediction γ_∞ + a_L/N of ``width.gamma``
-for an MLP of width N (d_in = N), a_L, the O(1/N²) remainder allowance and whether the series holds
-(|a_L|/N <= γ_∞/2; igbsym.engine.finite.validity).
+``--width N`` (``finite_width(res, N)``) adds, per layer, the finite-width prediction at width N (d_in = N): the 1/N
+series γ_∞ + a_L/N of ``width.gamma`` with its remainder allowance where it covers the architecture and holds
+(|a_L|/N <= γ_∞/2; igbsym.engine.finite.validity), and the exact chain's γ̂ ± SE (``igbsym.validation.chain``: every
+width, depth and op, to ``--rel-se``) everywhere else.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -29,6 +31,9 @@ from .engine import finite
 from .families import width as W
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+CHAIN_REL_SE = 0.01                  # predict --width: the exact chain's default relative SE at the output
+CHAIN_MODULE = "igbsym.validation.estimate"   # the exact chain's entry, imported by name (torch)
+CHAIN_L_MAX = 1000                   # predict --width: the deepest net the exact chain runs for
 L_MAX = 100000
 POOLED = tuple(EXACT_MOMENTS)        # activations whose max-of-k law igbsym.extreme knows
 SOURCES = {False: "depth.gamma (infinite width, N(0, I) data, zero biases); igbsym show depth.gamma",
@@ -141,32 +146,72 @@ def spec_from_args(args) -> S.Spec:
                         getattr(args, "order", "linear-first"))
 
 
-def finite_width(res: dict, N) -> list:
-    """Per layer of a predicted MLP (``Prediction.to_dict()``): the finite-width prediction at width N (d_in = N):
-    dicts layer, gamma_inf, a, gamma_N, remainder, series ('holds' | 'outside series'). One-line InputError for a
-    bad N or an architecture without a finite-width map (pooled, BatchNorm, a norm before φ; residual nets other
-    than linear-first without norm). Residual nets: ``width.resnet_series`` (γ_∞ = resnet.gamma)."""
+def finite_width(res: dict, N, rel_se: float = CHAIN_REL_SE, seed: int = 0) -> list:
+    """Per layer of a predicted architecture (``Prediction.to_dict()``) at width N (d_in = N): the 1/N series of
+    ``width.gamma`` where it covers the architecture (γ_∞ + a_L/N, its remainder allowance, whether it holds) and
+    the exact chain's γ̂ ± SE (``igbsym.validation.chain``, to relative SE ``rel_se`` at the output; needs torch).
+    ``gamma_N`` is the series where it holds, else the chain (``route``); never a value outside the series'
+    condition. One-line InputError for a bad N, or where neither route applies."""
     N = W.check_width(N, "predict --width")
-    if res["depth"] > W.L_MAX_FINITE:
-        raise InputError(f"predict --width: --depth {res['depth']} is not allowed with --width; allowed: 1.."
-                         f"{W.L_MAX_FINITE} (the 1/N series has stopped holding long before)")
+    series, why = _series_rows(res, N)
+    chain, chain_why = _chain_layers(res, N, rel_se, seed)
+    if series is None and chain is None:
+        raise InputError(f"predict --width: {why}; the exact chain: {chain_why}")
+    rows = []
+    for l in range(res["depth"]):
+        row = {"layer": l + 1, "gamma_inf": res["layers"][l]["gamma"]}
+        s = series[l] if series is not None else None
+        if s is not None:
+            row.update(a=s["a"], gamma_series=s["gamma_N"], remainder=s["remainder"], series=s["series"])
+        else:
+            row.update(a=None, gamma_series=None, remainder=None, series=f"none ({why})")
+        row.update(chain=chain[l].value if chain else None, chain_se=chain[l].se if chain else None)
+        holds = s is not None and s["series"] == "holds"
+        row["gamma_N"] = s["gamma_N"] if holds else (chain[l].value if chain else None)
+        row["route"] = "series" if holds else ("exact chain" if chain else f"none (exact chain: {chain_why})")
+        rows.append(row)
+    return rows
+
+
+def _series_rows(res: dict, N):
+    """(the 1/N series rows, None) or (None, why it does not cover the architecture)."""
     norm = res["norm"]
     a = res["a"] if res["a"] is not None else 0.01
+    if res["depth"] > W.L_MAX_FINITE:
+        return None, f"the 1/N series is tabulated to depth {W.L_MAX_FINITE}"
     if res.get("residual"):
         if norm != "none" or res["order"] != "linear-first":
-            raise InputError("predict --width: finite-width residual nets cover x + alpha phi(W x) only; allowed: "
-                             "--residual --order linear-first --norm none")
+            return None, "the series covers residual blocks x + alpha phi(W x) only"
         pairs = W.resnet_series(res["depth"], res["activation"], float(res["alpha"]), float(a), float(res["sigma_w"]))
-        return _width_rows(pairs, N)
+        return _width_rows(pairs, N), None
     if res.get("pool") or norm == "batchnorm" or (norm != "none" and res["placement"] == "pre"):
-        raise InputError("predict --width: finite width covers plain MLPs with no norm or LayerNorm/RMSNorm after the "
-                         "activation (--placement post); allowed: drop --residual/--pool, --norm none|layernorm|"
-                         "rmsnorm --placement post")
+        return None, "the series covers MLPs with no norm or LayerNorm/RMSNorm after the activation"
     try:
         pairs = W.series(res["depth"], res["activation"], norm, float(a), float(res["sigma_w"]))
     except InputError as exc:
-        raise InputError(f"predict --width: {exc}") from None
-    return _width_rows(pairs, N)
+        return None, str(exc)
+    return _width_rows(pairs, N), None
+
+
+def _chain_layers(res: dict, N, rel_se, seed):
+    """(per-layer γ̂ ± SE of the exact chain at width N, None) or (None, why not)."""
+    if res["depth"] > CHAIN_L_MAX:
+        return None, f"depth at most {CHAIN_L_MAX} (its cost grows linearly: about 10 s per 100 layers at N = 256)"
+    try:      # by name, as the CLI dispatches: the core never imports validation/ (docs/ARCHITECTURE.md)
+        estimate_gamma = getattr(importlib.import_module(CHAIN_MODULE), "estimate_gamma")
+    except ModuleNotFoundError as exc:
+        return None, f"needs {exc.name} (pip install 'igbsym[validation]')"
+    sw = float(res["sigma_w"])
+    a = res["a"] if res["a"] is not None else 0.01
+    if res.get("residual"):
+        spec = S.Spec(N, S.resnet_ops(res["depth"], res["activation"], float(res["alpha"]), res["norm"],
+                                      res["placement"] or "pre", res["order"], a, sw, width=N), sigma_out=sw)
+    else:
+        spec = S.NetSpec(N, (N,) * res["depth"], res["activation"], a, sigma_w=sw, pool=res.get("pool"),
+                         norm=res["norm"], placement=res["placement"] or "pre", bn_batch=res.get("batch_size"))
+    est = estimate_gamma(spec, rel_se, seed=seed, estimator="exact-chain")
+    layers = est.layers[1:] if res.get("residual") else est.layers    # a residual net's first is its embedding
+    return layers, None
 
 
 def _width_rows(pairs, N) -> list:
@@ -179,11 +224,15 @@ def _width_rows(pairs, N) -> list:
 
 
 def _width_text(rows: list, N: int) -> str:
-    lines = [f"finite width N = {N} (d_in = N; gamma_N = gamma_inf + a_L/N, width.gamma for MLPs; the series holds "
-             "where |a_L|/N <= gamma_inf/2):",
-             "  layer    gamma_inf      gamma_N          a_L  +-remainder  series"]
-    lines += [f"  {r['layer']:5d}  {r['gamma_inf']:11.6g}  {r['gamma_N']:11.6g}  {r['a']:11.5g}  {r['remainder']:11.3g}"
-              f"  {r['series']}" for r in rows]
+    lines = [f"finite width N = {N} (d_in = N): gamma_N is the 1/N series gamma_inf + a_L/N (width.gamma) where it "
+             "holds (|a_L|/N <= gamma_inf/2), else the exact chain (igbsym.validation.chain) +- its SE:",
+             "  layer    gamma_inf      gamma_N       series          a_L  +-remainder     chain +- SE         route"]
+    f = lambda v, spec: "-" if v is None else format(v, spec)      # noqa: E731
+    for r in rows:
+        chain = "-" if r["chain"] is None else f"{r['chain']:.5g} +- {r['chain_se']:.2g}"
+        lines.append(f"  {r['layer']:5d}  {r['gamma_inf']:11.6g}  {f(r['gamma_N'], '11.6g'):>11}  "
+                     f"{f(r['gamma_series'], '11.6g'):>11}  {f(r['a'], '11.5g'):>11}  {f(r['remainder'], '11.3g'):>11}"
+                     f"  {chain:>17}  {r['route']}" + ("" if r["series"] in ("holds",) else f"; series: {r['series']}"))
     return "\n".join(lines)
 
 
@@ -260,7 +309,10 @@ def run(args) -> None:
     res = predict(spec_from_args(args)).to_dict()
     width = getattr(args, "width", None)
     if width is not None:
-        res["finite_width"] = {"N": width, "layers": finite_width(res, width)}
+        rel_se = getattr(args, "rel_se", None) or CHAIN_REL_SE
+        if not 0 < rel_se < 1:
+            raise InputError(f"predict: --rel-se {rel_se:g} is not allowed; allowed: a number in (0, 1)")
+        res["finite_width"] = {"N": width, "rel_se": rel_se, "layers": finite_width(res, width, rel_se)}
     if args.classes is not None:
         from .families.multiclass import multiclass_summary
         res["multiclass"] = multiclass_summary(res["gamma"], args.classes)

@@ -274,7 +274,6 @@ def test_cli_predict_on_data_json():
 
 @pytest.mark.parametrize("args,match", [
     (("--model", "resnet", "--data", "digits"), "BatchNorm2d"),
-    (("--model", "cnn-a-relu-maxpool", "--data", "digits"), "MaxPool2d"),
     (("--model", "cnn-gap", "--data", "gaussian:64"), "image data"),
     (("--model", "mlp", "--data", "gaussian:1x8x8:1"), "D >= 2"),
     (("--model", "mlp", "--data", "nope.npy"), "does not exist"),

@@ -100,6 +100,21 @@ def test_custom_modules_functional_calls_and_a_residual_block_are_their_ops():
     assert any("residual" in n and "Dense" in n for n in names)        # the listing shows what was predicted
 
 
+@pytest.mark.parametrize("pool,twin", [(nn.MaxPool2d(2), O.MaxPool2d(2, 2, 0)),
+                                       (nn.MaxPool2d(3, stride=2, padding=1), O.MaxPool2d(3, 2, 1))])
+def test_a_max_pool_is_the_maxpool2d_op_with_its_window_stride_and_padding(pool, twin):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), pool, nn.Flatten(), nn.Linear(4 * 9, 2))
+    ops, names, _ = translate(net, (1, 6, 6))
+    w = 3 ** -0.5
+    spec = (O.Conv2d(4, 3, 1, 1, w, 9 ** -0.5 * w), O.Act("relu"), twin, O.Flatten(), O.Dense(2, w, 36 ** -0.5 * w))
+    assert [type(op) for op in ops] == [type(op) for op in spec], names
+    assert gamma_of(ops, DATA) == pytest.approx(gamma_of(spec, DATA), rel=1e-12)
+    with pytest.raises(InputError, match="ceil_mode") as err:
+        translate(nn.Sequential(nn.MaxPool2d(2, ceil_mode=True), nn.Flatten(), nn.Linear(9, 2)), (1, 6, 6))
+    assert "\n" not in str(err.value)
+
+
 class Branchy(nn.Module):
     def __init__(self):
         super().__init__()

@@ -136,25 +136,37 @@ def test_predict_width_prints_both_predictions():
     import sys
     out = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--depth", "8", "--width", "128"],
                          capture_output=True, text=True, check=True).stdout
-    row = [ln.split() for ln in out.splitlines() if ln.strip().startswith("8 ") and "holds" in ln]
+    row = [ln.split() for ln in out.splitlines() if ln.strip().startswith("8 ") and ln.endswith("series")]
     assert row and float(row[0][1]) == pytest.approx(5.03924, rel=1e-5) and float(row[0][2]) == pytest.approx(
         5.03924 - 107.2149 / 128, rel=1e-5)
+    chain = float(row[0][6])                # the exact chain beside it, within 5 SE + the series' remainder
+    assert abs(chain - float(row[0][2])) <= 5 * float(row[0][8]) + float(row[0][5])
     bad = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--width", "0"], capture_output=True, text=True)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "integer width >= 1" in bad.stderr
-    bad = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--norm", "batchnorm", "--batch-size", "8",
-                          "--width", "64"], capture_output=True, text=True)
-    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+    bad = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--width", "16", "--rel-se", "2"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--rel-se" in bad.stderr
+    bn = subprocess.run([sys.executable, "-m", "igbsym", "predict", "--norm", "batchnorm", "--batch-size", "8",
+                         "--width", "64", "--json"], capture_output=True, text=True, check=True).stdout
+    rows = __import__("json").loads(bn)["finite_width"]["layers"]
+    assert rows[0]["route"] == "exact chain" and rows[0]["gamma_series"] is None and rows[0]["chain_se"] > 0
 
 
 def test_sweep_judges_against_the_finite_width_prediction():
     from igbsym.validation.sweep import finite_prediction
     cfg = dict(weight_law="normal", data_law="gaussian", srelu_shift=None, pool=None, norm="none", placement="post",
-               activation="relu", a=0.01, sigma_w=math.sqrt(2), d_in=128, widths=[128] * 8)
-    rows = finite_prediction(cfg)
-    assert rows[-1][0] == pytest.approx(5.03924 - 107.2149 / 128, rel=1e-5) and rows[-1][2]
-    assert finite_prediction(dict(cfg, norm="batchnorm")) is None
-    gelu = finite_prediction(dict(cfg, activation="gelu", d_in=32, widths=[32] * 8))
-    assert not gelu[-1][2]                                # GELU L = 8 at N = 32: outside the series
+               activation="relu", a=0.01, sigma_w=math.sqrt(2), d_in=128, widths=[128] * 8,
+               n_classes=2, n_data=256)
+    rows = finite_prediction(cfg, 0.01)         # the exact chain, against the series where it holds (its remainder)
+    g, a = W.series(8, "relu", "none", 0.01, math.sqrt(2))[-1]
+    holds, rem = W.finite.validity(g, a, 128)
+    assert holds and len(rows) == 8 and abs(rows[-1][0] - (g + a / 128)) <= 5 * rows[-1][1] + rem
+    assert finite_prediction(dict(cfg, weight_law="uniform")) is None
+    bn = finite_prediction(dict(cfg, norm="batchnorm", placement="pre", bn_batch=8, n_data=64, widths=[128] * 2),
+                           0.05)
+    assert len(bn) == 2 and all(se > 0 for _, se in bn)
+    gelu = finite_prediction(dict(cfg, activation="gelu", d_in=32, widths=[32] * 8), 0.05)
+    assert gelu[-1][1] <= 0.05 * gelu[-1][0] + 1e-12   # GELU L = 8 at N = 32, outside the series: answered
 
 
 def test_residual_net_at_finite_width_matches_torch():

@@ -18,11 +18,11 @@ simulated in the same batch as in a single-process run and γ̂ agrees to the la
 Predictions: ``igbsym.predict.predict`` (the registered ``depth.gamma`` path per layer, ``bn.gamma_canonical``
 under BatchNorm, ``maxpool.gamma`` with pooling) for Gaussian data and Gaussian weights, the infinite-width
 limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged. The judged column
-is the finite-width one (issue 28; ``width.gamma``, uneven widths by igbsym.families.width.uneven): pred_N = γ_∞ + δ (δ
-= a_in/d_in + Σ a_l/N_l), z_N = (γ̂ − pred_N)/SE and verdict 'pass' where |γ̂ − pred_N| <= 5·SE + the derived O(1/N²)
-remainder (igbsym.engine.finite.judge and .verdict), 'fail' otherwise, 'outside series' where the series' condition
-fails, None where no finite-width form covers the point (BatchNorm, a norm before φ, pooling, non-Gaussian weights or
-data)."""
+is the finite-width one (issue 47): pred_N ± se_N the exact chain at the point's own widths (``validation.chain``:
+every width and depth, norms in either place, BatchNorm, pooling; run to a third of the point's relative SE),
+z_N = (γ̂ − pred_N)/√(SE² + se_N²) and verdict 'pass' where |z_N| <= 5 (igbsym.engine.finite.verdict), 'fail'
+otherwise, None where the chain does not apply (non-Gaussian weights or data). A shared dataset (not fresh_data)
+makes γ̂ conditional on it: an O(1/(D√d)) difference from the population value the chain gives."""
 from __future__ import annotations
 
 import math
@@ -39,6 +39,9 @@ from . import grid as gridmod
 from .estimators import ESTIMATORS, unit_fields
 from .store import Store, point_key
 
+CHAIN_SEED = 47          # the exact chain's seed (independent of the sweep's inits)
+CHAIN_REL_MIN = 1e-3     # the chain runs to a third of the point's relative SE, at most this fine
+
 
 # --------------------------------------------------------------------------------------------- estimators
 
@@ -53,24 +56,17 @@ def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- results
-def finite_prediction(config) -> list | None:
-    """Per hidden layer (pred_N, remainder, holds) of the finite-width series, or None where no form covers it."""
-    if (config["weight_law"] != "normal" or config["data_law"] != "gaussian" or config["srelu_shift"] is not None
-            or (config["pool"] or 1) > 1 or config["norm"] == "batchnorm"
-            or (config["norm"] != "none" and config["placement"] == "pre")):
+def finite_prediction(config, rel_se: float = 0.01) -> list | None:
+    """Per hidden layer (pred_N, its SE) of the exact chain at the point's own widths (``validation.chain``, to
+    relative SE ``rel_se`` at the output; BatchNorm's within-batch pairs weighted for its ``n_data`` points), or
+    None where the chain does not apply (non-Gaussian weights or data)."""
+    if config["weight_law"] != "normal" or config["data_law"] != "gaussian":
         return None
-    from igbsym.engine import finite
-    from igbsym.families import width as W
-    widths = list(config["widths"])
-    if len(widths) > W.L_MAX_FINITE:
-        return None
-    try:
-        pairs = W.uneven(config["activation"], config["norm"], float(config["a"]), float(config["sigma_w"]),
-                         config["d_in"], widths)
-    except (InputError, NumericalError):
-        return None
-    n = min([config["d_in"], *widths])
-    return [(g + corr, *finite.judge(g, corr, n)[::-1]) for g, corr in pairs]
+    from .estimate import estimate_gamma
+    spec = gridmod.point_spec(config)
+    est = estimate_gamma(spec, rel_se, seed=CHAIN_SEED, estimator="exact-chain",
+                         n_data=config["n_data"] if spec.batch > 1 else None)
+    return [(e.value, e.se) for e in est.layers]
 
 
 def prediction(config) -> tuple:
@@ -95,7 +91,9 @@ def summarise(config, seed, fields, units) -> dict:
     depth, n = len(config["widths"]), units.shape[0]
     col = {f: units[:, i] for i, f in enumerate(fields)}
     pred, source = prediction(config)
-    fin = finite_prediction(config)
+    out_est = ratio_estimate(col[f"a{depth}"], col[f"b{depth}"], "delta")
+    rel = out_est.se / abs(out_est.value) if out_est.value != 0 else 1.0
+    fin = finite_prediction(config, min(0.05, max(CHAIN_REL_MIN, rel / 3)))
     layers = []
     for l in range(1, depth + 1):
         est = ratio_estimate(col[f"a{l}"], col[f"b{l}"], "delta")
@@ -104,9 +102,10 @@ def summarise(config, seed, fields, units) -> dict:
         row = {"layer": l, "gamma": est.value, "se": est.se, "pred": p, "z": z, "pred_N": None, "z_N": None,
                "verdict": None}
         if fin is not None:
-            p_n, rem, holds = fin[l - 1]
-            row.update(pred_N=p_n, z_N=(est.value - p_n) / est.se if est.se > 0 else None, remainder=rem)
-            row["verdict"] = finite.verdict(est.value, est.se, p_n, rem, holds)
+            p_n, se_n = fin[l - 1]
+            both = math.hypot(est.se, se_n)
+            row.update(pred_N=p_n, se_N=se_n, z_N=(est.value - p_n) / both if both > 0 else None)
+            row["verdict"] = finite.verdict(est.value, both, p_n, 0.0, True)
         layers.append(row)
     out = dict(layers[-1])
     del out["layer"]

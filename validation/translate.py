@@ -12,7 +12,7 @@ its relative SE in the notes). ``zero_bias`` sets σ_b = 0 (the probe's --zero-b
 unit-scale features) is left out of the kernel map. Stock modules: Linear, Conv2d (square kernel, equal strides and
 paddings, zeros padding, no dilation or groups), the activations with a ``torch_module`` entry, LeakyReLU, GELU
 (exact), LayerNorm, RMSNorm (over all non-batch dimensions), AvgPool2d (count_include_pad, floor mode),
-AdaptiveAvgPool2d(1), Flatten.
+AdaptiveAvgPool2d(1), MaxPool2d (dilation 1, floor mode: ``igbsym.ops.MaxPool2d``'s QMC map), Flatten.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from . import datasets, graph, models
 
 TORCH_LINEAR, TORCH_CONV = nn.Linear, nn.Conv2d    # torch's classes (subclasses too), not igbsym ops
 SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
-             "AdaptiveAvgPool2d(1), Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
+             "AdaptiveAvgPool2d(1), MaxPool2d, Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
              "mlp-residual)")
 
 
@@ -115,6 +115,13 @@ def leaf(mod: nn.Module, name: str, law):
                            _single(mod.stride, "stride", name), _single(mod.padding, "padding", name))
     if kind is nn.AdaptiveAvgPool2d and _single(mod.output_size, "output_size", name) == 1:
         return O.GlobalAvgPool()
+    if kind is nn.MaxPool2d:
+        if _single(mod.dilation, "dilation", name) != 1 or mod.ceil_mode or mod.return_indices:
+            raise InputError(f"module {name!r} (MaxPool2d): dilation, ceil_mode or return_indices have no kernel "
+                             "map; allowed: dilation=1, ceil_mode=False, return_indices=False")
+        k = _single(mod.kernel_size, "kernel_size", name)
+        return O.MaxPool2d(k, _single(mod.stride, "stride", name) if mod.stride is not None else k,
+                           _single(mod.padding, "padding", name))
     return None
 
 

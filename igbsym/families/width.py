@@ -32,7 +32,7 @@ from .. import activations as acts
 from .. import ops as O
 from .. import spec as S
 from ..engine import finite
-from ..errors import InputError
+from ..errors import InputError, NumericalError
 from ..form import Accuracy, ClosedForm, NumericRoute, Param, Provenance
 from ..registry import register
 from . import depth as D
@@ -121,7 +121,20 @@ def gamma_width(L, N, activation, norm="none", a=0.01, sigma_w=np.sqrt(2.0), ref
     N, a, sigma_w = np.broadcast_arrays(np.asarray(N, float), np.asarray(a, float), np.asarray(sigma_w, float))
     g = _points(lambda pair: pair[0], L, activation, norm, a, sigma_w, refine)
     c = _points(lambda pair: pair[1], L, activation, norm, a, sigma_w, refine)
+    outside(g, c, N, f"width.gamma (L = {L}, activation = {activation}, norm = {norm})")
     return g + c / N
+
+
+def outside(g, c, N, where):
+    """One line where the 1/N series of a point does not hold (|a_L|/N > γ_∞/2, ``finite.validity``): a form never
+    returns a value outside its stated condition; the exact chain answers there (README 'Finite width')."""
+    for i in np.ndindex(np.shape(g)):
+        gi, ci, Ni = float(np.asarray(g)[i]), float(np.asarray(c)[i]), float(np.asarray(N)[i])
+        if ci != 0 and not finite.validity(gi, ci, Ni)[0]:   # a_L = 0: no 1/N term (alpha = 0, one ReLU layer)
+            raise NumericalError(
+                f"{where}: the 1/N series does not hold at N = {Ni:g} (|a_L|/N = {abs(ci) / Ni:.3g} > gamma_inf/2 = "
+                f"{gi / 2:.3g}); allowed: N >= {2 * abs(ci) / gi if gi > 0 else 2 * finite.ZERO_REL:.3g}, or the "
+                "exact chain at any width: igbsym predict --width N (igbsym.validation.estimate_gamma)")
 
 
 def check_width(N, where="width"):
@@ -209,6 +222,9 @@ def resnet_gamma(L, N, activation, alpha, a=0.01, sigma_w=np.sqrt(2.0), which="g
     out = np.empty(N.shape)
     for i in np.ndindex(N.shape):
         g, c = resnet_series(L, activation, float(alpha[i]), float(a[i]), float(sigma_w[i]), refine)[-1]
+        if which != "coefficient":
+            outside(np.float64(g), np.float64(c), np.float64(N[i]), f"width.resnet_gamma (L = {L}, activation = "
+                    f"{activation}, alpha = {float(alpha[i]):g})")
         out[i] = c if which == "coefficient" else g + c / N[i]
     return out
 

@@ -153,6 +153,15 @@ class Op:
         [I, fan_in, fan_out] (Dense ops consume them in order)."""
         return self.torch(h.shape[-1], h.device, h.dtype)(h)
 
+    def chain(self, h, gen):
+        """The op on a few points with its weights integrated out exactly (the exact chain,
+        ``igbsym.validation.chain``): h [I, P, n] → [I, P, n'], ``gen`` a torch.Generator. An op without weights
+        is its ``batched`` map; an op with weights needs its own (Dense, Residual)."""
+        if self.draws_weights:
+            raise InputError(f"{type(self).__name__}: no exact-chain map (covered: Dense, Residual, and ops without "
+                             "weights: activations, norms, BatchNorm over the chain's points, MaxPool, Scale)")
+        return self.batched(h, None)
+
     def noise(self, s: State, backend: str = "numpy"):
         raise InputError(f"sensitivity: no noise map for op {type(self).__name__}")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
+from ..errors import InputError
 from .datakernel import Kernel, require_flat
 from .base import Op, State
 
@@ -88,6 +89,27 @@ class Dense(Op):
     def batched(self, h, take):
         import torch
         return torch.bmm(h, take())
+
+    def chain(self, h, gen):
+        """h W + b for fresh W ~ N(0, σ_w²/n), b ~ N(0, σ_b²), sampled exactly in O(I·P²·n'): the n' output units are
+        i.i.d. N(0, σ_w² h hᵀ/n + σ_b²) (W is independent of h), drawn as S ε for any square root S S ᵀ = h hᵀ: the
+        Cholesky factor, or Rᵀ of the thin QR hᵀ = Q R where h hᵀ is singular (fewer units than points)."""
+        import torch
+        if self.width_ is None:
+            raise InputError("Dense: the exact chain needs a finite width")
+        n_init, P, n = h.shape
+        root, info = torch.linalg.cholesky_ex(h @ h.transpose(1, 2))
+        bad = (info > 0) | ~torch.isfinite(root).flatten(1).all(1)
+        if bad.any():
+            r = torch.linalg.qr(h[bad].transpose(1, 2), mode="r").R.transpose(1, 2)
+            root[bad] = torch.nn.functional.pad(r, (0, P - r.shape[2]))
+        # the Gaussian draws in float32 (4x faster; a float32 sample of N(0, 1) is a sample), the products in h's dtype
+        eps = torch.randn(n_init, P, self.width_, generator=gen, device=h.device).to(h.dtype)
+        out = root @ eps * (float(self.sigma_w) / math.sqrt(n))
+        if self.sigma_b != 0:
+            out = out + float(self.sigma_b) * torch.randn(n_init, 1, self.width_, generator=gen, device=h.device,
+                                                          dtype=h.dtype)
+        return out
 
     def noise(self, s, backend="numpy"):
         return self.sigma_w**2 + 0 * s.q

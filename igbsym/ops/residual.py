@@ -108,7 +108,8 @@ class Residual(Op):
         return Residual(self.alpha, tuple(op.limit() for op in self.block))
 
     def full_batch(self, n_data):
-        return Residual(self.alpha, tuple(op.full_batch(n_data) for op in self.block))
+        block = tuple(op.full_batch(n_data) for op in self.block)
+        return self if all(x is y for x, y in zip(block, self.block)) else Residual(self.alpha, block)
 
     # --- widths and torch ---
     def width(self, n):
@@ -147,4 +148,10 @@ class Residual(Op):
         out = h
         for op in self.block:
             out = op.batched(out, take)
+        return h + float(self.alpha) * out
+
+    def chain(self, h, gen):
+        out = h
+        for op in self.block:
+            out = op.chain(out, gen)
         return h + float(self.alpha) * out
