@@ -1,0 +1,276 @@
+"""Mean-field signal propagation (Poole et al. 2016; Schoenholz et al. 2017, "Deep Information Propagation"): the
+fixed points of the length and correlation maps of a wide MLP with biases, and their slopes.
+
+MLP Y^(l) = W φ(Y^(l−1)) + B, W ~ N(0, σ_w²/N), B ~ N(0, σ_b²). Length map (Schoenholz Eq. 3)
+q' = σ_w² E[φ(√q Z)²] + σ_b²; correlation map (Eq. 4) c' = (σ_w² E[φ(u_a)φ(u_b)] + σ_b²)/q* with (u_a, u_b)
+bivariate normal of variance q* and correlation c. Slopes: χ_1 = σ_w² E[φ'(√q* Z)²] (Eq. 7: ∂c'/∂c at c = 1),
+χ_c = σ_w² E[φ'(u_a)φ'(u_b)] at c* (Price's theorem: ∂E[φφ]/∂(q c) = E[φ'φ']), χ_q = ∂q'/∂q at q* =
+σ_w² E[φ'² + φφ''] (heat equation; the slope of Schoenholz Eq. 5, ξ_q^{-1} = −ln(χ_1 + σ_w² E[φ''φ])).
+
+Numerics, carrying e = 1 − c (never formed as a difference, so γ_∞ = c*/(1 − c*) = (1 − e*)/e* keeps its digits):
+- relu / leaky_relu: E φ² = q(1 + a²)/2, so q* = σ_b²/(1 − χ_1), χ_1 = σ_w²(1 + a²)/2 (closed forms in the family).
+- erf: the arcsine kernel E[erf(u)erf(u')] = (2/π) arcsin(2qc/(1 + 2q)) in closed form; q* and e* by safeguarded
+  Newton (``numerics.bracketed_newton``).
+- tanh: S, dS/dq, A = E φ'² by ``gauss.hermite.moments_vec``; the correlation map as Mehler's power series
+  Σ β_k c^k (``gauss.hermite.series``, Parseval-certified), e* by Newton from e = 1.
+The map in e is e' = G(e) = (σ_w²/q̃) Σ_k β_k (1 − (1 − e)^k), q̃ = σ_w² Σ β_k + σ_b² (the series' own q*), concave
+with G(0) = 0 and G'(0) = χ_1: in the chaotic phase (χ_1 > 1) it has exactly one root e* in (0, 1) and
+G'(e*) = χ_c < 1; otherwise e* = 0 (derivations/meanfield.py). mpmath routes (the references): ``gauss.moments_mp``,
+``gauss.pair_mp`` (nested quadrature of the pair moment, not the series) and ``rules.mp_nested`` for E[φ'φ'], roots
+by the Illinois method on brackets.
+"""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+
+from .. import activations as acts
+from ..errors import NumericalError
+from ..gauss import derivative_moment_mp, moments_mp, pair_mp
+from ..gauss.hermite import Q_MAX_SERIES, moments_vec, series
+from ..gauss.rules import mp_level, mp_nested
+from ..numerics import bracketed_newton
+
+HOMOGENEOUS = ("relu", "leaky_relu")
+QUADRATURE = ("tanh",)
+ACTIVATIONS = HOMOGENEOUS + ("erf",) + QUADRATURE
+CRITICAL_TOL = 1e-12     # |χ_1 − 1| below this is the critical line (phase 0): the routes' own accuracy
+Q_MAX_MP = 100.0         # the mpmath nested quadrature's range (gauss.Q_MAX)
+STEPS = 200
+
+
+def _erf_S(q):
+    """E erf(√q Z)² = (2/π) arcsin(2q/(1 + 2q)) = (2/π) atan2(2q, √(1 + 4q)); dS/dq; A = E erf'² = (4/π)/√(1 + 4q)."""
+    r = np.sqrt(1 + 4 * q)
+    return 2 / np.pi * np.arctan2(2 * q, r), 4 / np.pi / ((1 + 2 * q) * r), 4 / np.pi / r
+
+
+def _moments(name, a, q):
+    """(S, dS/dq, A) of φ on N(0, q) (NumPy)."""
+    if name == "erf":
+        return _erf_S(q)
+    S, dS, A, _ = moments_vec(name, a, q)
+    return S, dS, A
+
+
+def q_star_np(name, a, sw, sb):
+    """q* by safeguarded Newton on q − σ_w² S(q) − σ_b² (convex; root in [σ_b², σ_w² + σ_b²] since S <= 1)."""
+    sw2, sb2 = sw * sw, sb * sb
+    lo, hi = sb2.ravel().copy(), (sw2 + sb2).ravel().copy()
+    x = hi.copy()
+    s2, b2 = sw2.ravel(), sb2.ravel()
+
+    def evaluate(rows, q):
+        S, dS, _ = _moments(name, a, q)
+        return q - s2[rows] * S - b2[rows], 1 - s2[rows] * dS
+    bad = bracketed_newton(evaluate, x, lo, hi, lambda f, lo, hi: (np.abs(f) <= 2e-16 * hi) | (hi - lo <= 4e-16 * hi),
+                           STEPS)
+    if bad.size:
+        raise NumericalError(f"meanfield: the length map's fixed point did not converge ({bad.size} points)")
+    return x.reshape(sw.shape)
+
+
+def _e_erf(q, sw2, sb2):
+    """(e*, χ_c) of erf in the chaotic phase: G(e) = (σ_w²/q)(2/π)(arcsin t − arcsin t(1 − e)), t = 2q/(1 + 2q),
+    with the difference of arcsines as one atan2 (x² − y² = t² e (2 − e): no cancellation)."""
+    t = 2 * q / (1 + 2 * q)
+    cx = np.sqrt(1 + 4 * q) / (1 + 2 * q)
+
+    def G(rows, e):
+        qq, tt, cxx = q[rows], t[rows], cx[rows]
+        y = tt * (1 - e)
+        cy = np.sqrt((1 + 2 * qq * e) * (1 + 4 * qq - 2 * qq * e)) / (1 + 2 * qq)
+        num = tt * tt * e * (2 - e) / (tt * cy + y * cxx)
+        g = sw2[rows] / qq * 2 / np.pi * np.arctan2(num, cxx * cy + tt * y)
+        slope = sw2[rows] * 4 / np.pi / np.sqrt((1 + 2 * qq * e) * (1 + 4 * qq - 2 * qq * e))
+        return g, slope
+    return _solve_e(G, q.size)
+
+
+def _solve_e(G, n):
+    """The root e* in (0, 1] of e − G(e) (convex, negative just right of 0, positive at 1) by Newton from e = 1."""
+    x, lo, hi = np.ones(n), np.zeros(n), np.ones(n)
+    slopes = np.empty(n)
+
+    def evaluate(rows, e):
+        g, s = G(rows, e)
+        slopes[rows] = s
+        return e - g, 1 - s
+    bad = bracketed_newton(evaluate, x, lo, hi, lambda f, lo, hi: np.abs(f) <= 1e-15 * hi, STEPS)
+    if bad.size:
+        raise NumericalError(f"meanfield: the correlation map's fixed point did not converge ({bad.size} points)")
+    return x, slopes
+
+
+def _e_series(name, a, q, sw2, sb2):
+    """(e*, χ_c) from Mehler's series of φ at q* (``gauss.hermite.series``), chunk by chunk."""
+    e, chic = np.empty(q.size), np.empty(q.size)
+    for idx, beta in series(name, a, q):
+        k = np.arange(1, beta.shape[1], dtype=float)
+        b = beta[:, 1:]
+        scale = sw2[idx] / (sw2[idx] * beta.sum(1) + sb2[idx])
+
+        def G(rows, ee, b=b, scale=scale):
+            lg = np.log1p(-ee)[:, None]
+            one_minus = -np.expm1(k * lg)                          # 1 − (1 − e)^k, no cancellation
+            pw = np.power((1 - ee)[:, None], k - 1)
+            return scale[rows] * (b[rows] * one_minus).sum(1), scale[rows] * (b[rows] * k * pw).sum(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e[idx], chic[idx] = _solve_e(G, idx.size)
+    return e, chic
+
+
+def state_np(name, a, sigma_w, sigma_b):
+    """{q, e, chi1, chic, chiq} at the fixed point, broadcast over (a, σ_w, σ_b); e = 1 − c*."""
+    a, sw, sb = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, sigma_w, sigma_b)))
+    shape = sw.shape
+    sw2, sb2 = (sw * sw).ravel(), (sb * sb).ravel()
+    if name in HOMOGENEOUS:
+        h = (1 + (a * a if name == "leaky_relu" else 0 * a)) / 2
+        chi1 = (sw2 * h.ravel())
+        out = dict(q=sb2 / (1 - chi1), e=np.zeros(sw2.size), chi1=chi1, chic=chi1, chiq=chi1)
+        return {k: v.reshape(shape) for k, v in out.items()}
+    aa = float(a.flat[0]) if a.size else 0.0
+    q = q_star_np(name, aa, sw.ravel(), sb.ravel())
+    _, dS, A = _moments(name, aa, q)
+    chi1 = sw2 * A
+    e, chic = np.zeros(q.size), chi1.copy()
+    chaos = np.flatnonzero(chi1 > 1)
+    if chaos.size:
+        solve = _e_erf if name == "erf" else (lambda qq, s2, b2: _e_series(name, aa, qq, s2, b2))
+        e[chaos], chic[chaos] = solve(q[chaos], sw2[chaos], sb2[chaos])
+    out = dict(q=q, e=e, chi1=chi1, chic=chic, chiq=sw2 * dS)
+    return {k: v.reshape(shape) for k, v in out.items()}
+
+
+def eoc_np(name, a, sigma_b):
+    """σ_w on the edge of chaos χ_1 = 1 at σ_b: on it σ_w² = 1/A(q) and σ_b² = q − S(q)/A(q); the root in q of the
+    latter (increasing in q; bracket [σ_b², hi] with hi doubled until the residual is positive)."""
+    a, sb = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_b, float))
+    if name in HOMOGENEOUS:
+        return np.sqrt(2 / (1 + (a * a if name == "leaky_relu" else 0 * a)))
+    b2 = (sb * sb).ravel()
+    aa = float(a.flat[0]) if a.size else 0.0
+
+    def resid(q):
+        if name == "erf":
+            S, _, A = _erf_S(q)
+            dA = -8 / np.pi / (1 + 4 * q) ** 1.5
+            dS = _erf_S(q)[1]
+        else:
+            S, dS, A, dA = moments_vec(name, aa, q)
+        return q - S / A, 1 - (dS * A - S * dA) / (A * A)
+    hi = b2 + 1.0
+    for _ in range(60):
+        low = resid(hi)[0] - b2 <= 0
+        if not low.any():
+            break
+        if name in QUADRATURE and np.any(hi[low] * 2 > Q_MAX_SERIES):
+            raise NumericalError(f"meanfield.eoc_sigma_w: the edge of chaos at sigma_b = "
+                                 f"{float(np.sqrt(b2[low].max())):.3g} lies beyond q = {Q_MAX_SERIES:g}")
+        hi[low] *= 2
+    x, lo = hi.copy(), b2.copy()
+
+    def evaluate(rows, q):
+        r, s = resid(q)
+        return r - b2[rows], s
+    bad = bracketed_newton(evaluate, x, lo, hi, lambda f, lo, hi: (np.abs(f) <= 4e-16 * hi) | (hi - lo <= 4e-16 * hi),
+                           STEPS)
+    if bad.size:
+        raise NumericalError(f"meanfield.eoc_sigma_w: the edge of chaos did not converge ({bad.size} points)")
+    A = _moments(name, aa, x)[2]
+    return (1 / np.sqrt(A)).reshape(sb.shape)
+
+
+# --------------------------------------------------------------------------------------------- mpmath references
+def _mp_fns(name, a):
+    act = acts.get(name)
+    d = acts.derivatives(name, "mpmath")
+    return (lambda x: act.mp(x, a, 0)), (lambda x: d(x)[0]), (lambda x: d(x)[1]), act.strip
+
+
+def _illinois(f, lo, hi, what):
+    """The root of f on [lo, hi] (a sign change) by the Illinois method at the working precision."""
+    try:
+        return mpmath.findroot(f, (lo, hi), solver="illinois", tol=mpmath.mpf(10) ** (-mpmath.mp.dps - 4),
+                               maxsteps=400)
+    except (ValueError, ZeroDivisionError) as exc:
+        raise NumericalError(f"meanfield: {what}: no root found on [{mpmath.nstr(lo, 5)}, {mpmath.nstr(hi, 5)}] "
+                             f"({exc})") from None
+
+
+def q_star_mp(name, a, sw, sb):
+    dps = mpmath.mp.dps
+    return _illinois(lambda q: q - sw**2 * moments_mp(name, a, q, dps + 5, "MS")[1] - sb**2,
+                     sb**2, sw**2 + sb**2, "the length map")
+
+
+def state_mp(name, a, sw, sb, e_guess=None):
+    """(q*, e*, χ_1, χ_c, χ_q) at the working precision (erf and tanh by quadrature: independent of the NumPy
+    routes' closed kernel and series). ``e_guess`` (optional) only narrows the Illinois bracket."""
+    dps = mpmath.mp.dps
+    with mpmath.workdps(dps + 10):
+        sw, sb = mpmath.mpf(sw), mpmath.mpf(sb)
+        f, d1, d2, strip = _mp_fns(name, a)
+        q = q_star_mp(name, a, sw, sb)
+        if q > Q_MAX_MP:
+            raise NumericalError(f"meanfield: q* = {mpmath.nstr(q, 4)} is beyond the mpmath route's range "
+                                 f"q <= {Q_MAX_MP:g}")
+        A = derivative_moment_mp(name, q, dps + 10)
+        chi1 = sw**2 * A
+        chiq = sw**2 * (A + mp_level(lambda x: f(x) * d2(x), strip, mpmath.sqrt(q)))
+        if chi1 <= 1:
+            return q, mpmath.mpf(0), chi1, chi1, chiq
+
+        def resid(e):
+            S, _, V, _, _ = pair_mp(name, a, q, 1 - e, e)
+            return e - sw**2 * S * V / q
+        lo, hi = (mpmath.mpf(10) ** (-dps), mpmath.mpf(1))
+        if e_guess is not None and 0 < e_guess < 1:
+            g = mpmath.mpf(e_guess)
+            if resid(g / 2) < 0 and resid(min(2 * g, mpmath.mpf(1))) > 0:
+                lo, hi = g / 2, min(2 * g, mpmath.mpf(1))
+        e = _illinois(resid, lo, hi, "the correlation map")
+        chic = sw**2 * mp_nested(d1, strip, mpmath.sqrt((1 - e) * q), mpmath.sqrt(e * q))
+        return q, e, chi1, chic, chiq
+
+
+def eoc_mp(name, a, sb, q_guess=None):
+    """σ_w on the edge of chaos at the working precision: the root in q of q − S/A − σ_b² (mpmath moments)."""
+    dps = mpmath.mp.dps
+    with mpmath.workdps(dps + 10):
+        sb = mpmath.mpf(sb)
+
+        def parts(q):
+            S = moments_mp(name, a, q, dps + 10, "MS")[1]
+            return S, derivative_moment_mp(name, q, dps + 10)
+
+        def resid(q):
+            S, A = parts(q)
+            return q - S / A - sb**2
+        lo, hi = sb**2, sb**2 + 1
+        if q_guess is not None:
+            g = mpmath.mpf(q_guess)
+            lo, hi = max(lo, g * (1 - mpmath.mpf("1e-6"))), g * (1 + mpmath.mpf("1e-6"))
+            if not (resid(lo) < 0 < resid(hi)):
+                lo, hi = sb**2, sb**2 + 1
+        while resid(hi) <= 0:
+            hi *= 2
+            if hi > Q_MAX_MP:
+                raise NumericalError("meanfield.eoc_sigma_w: the edge of chaos lies beyond the mpmath route's range")
+        q = _illinois(resid, lo, hi, "the edge of chaos")
+        return 1 / mpmath.sqrt(parts(q)[1])
+
+
+def depth_scale(chi):
+    """ξ = −1/ln χ (inf at χ = 1: the critical line), NumPy."""
+    chi = np.asarray(chi, float)
+    with np.errstate(divide="ignore"):
+        return np.where(chi == 1, np.inf, -1 / np.log(chi))
+
+
+def phase_of(chi1):
+    """−1 (ordered, χ_1 < 1), 0 (critical, |χ_1 − 1| <= CRITICAL_TOL), +1 (chaotic)."""
+    chi1 = np.asarray(chi1, float)
+    return np.where(np.abs(chi1 - 1) <= CRITICAL_TOL, 0.0, np.sign(chi1 - 1))
+
