@@ -199,15 +199,33 @@ def _illinois(f, lo, hi, what):
                              f"({exc})") from None
 
 
+def _newton(resid, slope, guess, dps):
+    """Newton's root of resid (slope 1 − χ_c) from ``guess``, or None if it does not converge quadratically to
+    10^-(dps+2) relative within 8 steps (the caller then takes the bracketed root)."""
+    e = mpmath.mpf(guess)
+    for _ in range(8):
+        d = 1 - slope(e)
+        if d <= 0:
+            return None
+        step = resid(e) / d
+        e -= step
+        if not 0 < e < 1:
+            return None
+        if abs(step) <= mpmath.mpf(10) ** (-dps - 2) * e:
+            return e
+    return None
+
+
 def q_star_mp(name, a, sw, sb):
     dps = mpmath.mp.dps
     return _illinois(lambda q: q - sw**2 * moments_mp(name, a, q, dps + 5, "MS")[1] - sb**2,
                      sb**2, sw**2 + sb**2, "the length map")
 
 
-def state_mp(name, a, sw, sb, e_guess=None):
+def state_mp(name, a, sw, sb, e_guess=None, with_c=True):
     """(q*, e*, χ_1, χ_c, χ_q) at the working precision (erf and tanh by quadrature: independent of the NumPy
-    routes' closed kernel and series). ``e_guess`` (optional) only narrows the Illinois bracket."""
+    routes' closed kernel and series). ``e_guess`` (optional) only narrows the Illinois bracket (kept only where the
+    residual changes sign on it); ``with_c`` False: e* and χ_c are not computed (returned as None)."""
     dps = mpmath.mp.dps
     with mpmath.workdps(dps + 10):
         sw, sb = mpmath.mpf(sw), mpmath.mpf(sb)
@@ -221,17 +239,18 @@ def state_mp(name, a, sw, sb, e_guess=None):
         chiq = sw**2 * (A + mp_level(lambda x: f(x) * d2(x), strip, mpmath.sqrt(q)))
         if chi1 <= 1:
             return q, mpmath.mpf(0), chi1, chi1, chiq
+        if not with_c:
+            return q, None, chi1, None, chiq
 
         def resid(e):
             S, _, V, _, _ = pair_mp(name, a, q, 1 - e, e)
             return e - sw**2 * S * V / q
-        lo, hi = (mpmath.mpf(10) ** (-dps), mpmath.mpf(1))
-        if e_guess is not None and 0 < e_guess < 1:
-            g = mpmath.mpf(e_guess)
-            if resid(g / 2) < 0 and resid(min(2 * g, mpmath.mpf(1))) > 0:
-                lo, hi = g / 2, min(2 * g, mpmath.mpf(1))
-        e = _illinois(resid, lo, hi, "the correlation map")
-        chic = sw**2 * mp_nested(d1, strip, mpmath.sqrt((1 - e) * q), mpmath.sqrt(e * q))
+        def slope(e):
+            return sw**2 * mp_nested(d1, strip, mpmath.sqrt((1 - e) * q), mpmath.sqrt(e * q))
+        e = _newton(resid, slope, e_guess, dps) if e_guess is not None and 0 < e_guess < 1 else None
+        if e is None:
+            e = _illinois(resid, mpmath.mpf(10) ** (-dps), mpmath.mpf(1), "the correlation map")
+        chic = slope(e)
         return q, e, chi1, chic, chiq
 
 
@@ -274,3 +293,51 @@ def phase_of(chi1):
     chi1 = np.asarray(chi1, float)
     return np.where(np.abs(chi1 - 1) <= CRITICAL_TOL, 0.0, np.sign(chi1 - 1))
 
+
+
+# --------------------------------------------------------------------------------------------- finite depth
+def trajectory(name, a, sigma_w, sigma_b, L, q1=None, c1=None):
+    """[(q_l, e_l)] for l = 1..L (NumPy, broadcast over σ_w, σ_b): the pre-activations of layer l of the MLP whose
+    first layer sees two independent N(0, I) inputs (q_1 = σ_w² + σ_b², c_1 = σ_b²/q_1; or the given q1, c1), then
+    q_{l+1} = σ_w² S(q_l) + σ_b², e_{l+1} = σ_w² Σ_k β_k(q_l)(1 − (1 − e_l)^k)/q_{l+1} (Mehler's series at q_l;
+    relu/leaky_relu: the arc-cosine map, erf: the arcsine kernel). γ_L of the readout after L hidden layers is
+    (1 − e_{L+1})/e_{L+1}."""
+    sw, sb = np.broadcast_arrays(np.asarray(sigma_w, float), np.asarray(sigma_b, float))
+    shape, sw2, sb2 = sw.shape, (sw * sw).ravel(), (sb * sb).ravel()
+    q = sw2 + sb2 if q1 is None else np.broadcast_to(np.asarray(q1, float), shape).ravel().copy()
+    e = (sw2 / q if c1 is None else 1 - np.broadcast_to(np.asarray(c1, float), shape).ravel()).copy()
+    out = [(q.reshape(shape), e.reshape(shape))]
+    for _ in range(L - 1):
+        q_next, lost = _layer(name, a, q, e, sw2, sb2)
+        q, e = q_next, lost / q_next
+        out.append((q.reshape(shape), e.reshape(shape)))
+    return out
+
+
+def _layer(name, a, q, e, sw2, sb2):
+    """(q', σ_w²(S − P)) of one layer at (q, 1 − e) per point."""
+    if name in HOMOGENEOUS:
+        s = a if name == "leaky_relu" else 0.0
+        r = (1 - s) ** 2 / (1 + s * s)
+        c = 1 - e
+        t = np.arccos(np.clip(c, -1, 1))
+        h = (1 + s * s) / 2
+        # S − P = h q (1 − k(c)), 1 − k(c) = e − r(sin t − t c)/π (t = arccos c)
+        return sw2 * h * q + sb2, sw2 * h * q * (e - r * (np.sin(t) - t * c) / np.pi)
+    if name == "erf":
+        S = _erf_S(q)[0]
+        t = 2 * q / (1 + 2 * q)
+        cx = np.sqrt(1 + 4 * q) / (1 + 2 * q)
+        y = t * (1 - e)
+        cy = np.sqrt((1 + 2 * q * e) * (1 + 4 * q - 2 * q * e)) / (1 + 2 * q)
+        lost = 2 / np.pi * np.arctan2(t * t * e * (2 - e) / (t * cy + y * cx), cx * cy + t * y)
+        return sw2 * S + sb2, sw2 * lost
+    q_next, lost = np.empty(q.size), np.empty(q.size)
+    for idx, beta in series(name, a, q):
+        k = np.arange(1, beta.shape[1], dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            one_minus = np.where(e[idx, None] >= 1, 1.0, -np.expm1(k * np.log1p(-np.minimum(e[idx, None], 1))))
+        S = beta.sum(1)
+        q_next[idx] = sw2[idx] * S + sb2[idx]
+        lost[idx] = sw2[idx] * (beta[:, 1:] * one_minus).sum(1)
+    return q_next, lost

@@ -46,7 +46,11 @@ A = P.LEAKY_A
 PARAMS = (ACT, A, SW, SB)
 PARAMS_CHAOS = (ACT_CHAOS, A, SW, SB)
 Q_MAX_TANH = MF.Q_MAX_SERIES
+RANGE = Condition(sp.And(sp.Ge(sw_, sp.Rational(1, 1000)), sp.Ge(sb_, sp.Rational(1, 1000)), sp.Le(sb_, 10**100)),
+                  "sigma_w >= 1e-3 and 1e-3 <= sigma_b <= 1e100 (the routes' double range: chi_1 = sigma_w^2 E phi'^2 "
+                  "and q* stay ordinary doubles)")
 CONDITIONS = (
+    RANGE,
     Condition(sp.Lt(sw_**2, 2), "sigma_w^2 < 2 (relu: beyond, q* diverges; chi_1 = sigma_w^2/2 >= 1)",
               applies=lambda case: case.get("activation") == "relu"),
     Condition(sp.Lt(sw_**2 * (1 + a_**2), 2), "sigma_w^2 (1 + a^2) < 2 (leaky_relu: beyond, q* diverges)",
@@ -57,7 +61,8 @@ CONDITIONS = (
               "range of the mpmath reference)", applies=lambda case: case.get("activation") == "erf"),
 )
 SB_EOC_MAX = {"tanh": 1.5, "erf": 5.0}    # q on the edge of chaos <= 10 (tanh: 8.9 at 1.5) and <= 100 (erf: 63 at 5)
-EOC_CONDITIONS = tuple(Condition(sp.Le(sb_, v), f"sigma_b <= {v:g} ({n}: the edge of chaos at q <= "
+EOC_RANGE = Condition(sp.Ge(sb_, sp.Rational(1, 1000)), "sigma_b >= 1e-3 (the routes' double range)")
+EOC_CONDITIONS = (EOC_RANGE,) + tuple(Condition(sp.Le(sb_, v), f"sigma_b <= {v:g} ({n}: the edge of chaos at q <= "
                                  f"{Q_MAX_TANH if n == 'tanh' else MF.Q_MAX_MP:g}, the routes' range)",
                                  applies=lambda case, n=n: case.get("activation") == n) for n, v in SB_EOC_MAX.items())
 
@@ -75,15 +80,17 @@ def _np_state(name, a, sigma_w, sigma_b):
     return MF.state_np(name, a, sigma_w, sigma_b)
 
 
-def _mp_state(name, a, sigma_w, sigma_b):
-    guess = float(MF.state_np(name, float(a), float(sigma_w), float(sigma_b))["e"])
-    return MF.state_mp(name, a, sigma_w, sigma_b, e_guess=guess if 0 < guess < 1 else None)
+def _mp_state(name, a, sigma_w, sigma_b, with_c):
+    """The mpmath state; the NumPy e* only narrows the Illinois bracket (checked by the signs there, else the wide
+    bracket): the root is the mpmath route's own."""
+    guess = float(MF.state_np(name, float(a), float(sigma_w), float(sigma_b))["e"]) if with_c else 0.0
+    return MF.state_mp(name, a, sigma_w, sigma_b, e_guess=guess if 0 < guess < 1 else None, with_c=with_c)
 
 
-def _route(name, pick_np, pick_mp, method, defining):
+def _route(name, pick_np, pick_mp, method, defining, with_c=True):
     return NumericRoute(
         lambda sigma_w, sigma_b, a=0.01: pick_np(_np_state(name, a, sigma_w, sigma_b)),
-        lambda sigma_w, sigma_b, a=mpmath.mpf("0.01"): pick_mp(*_mp_state(name, a, sigma_w, sigma_b)),
+        lambda sigma_w, sigma_b, a=mpmath.mpf("0.01"): pick_mp(*_mp_state(name, a, sigma_w, sigma_b, with_c)),
         method + ("; the arcsine kernel in closed form" if name == "erf" else
                   "; moments by quadrature, the correlation map as Mehler's series (igbsym.gauss.hermite)")
         + "; mpmath: Illinois roots of the maps by nested quadrature (gauss.pair_mp)", ACCURACY.reason, defining)
@@ -127,13 +134,16 @@ SPECS = {   # quantity: (homogeneous closed form (h = (1 + a^2)/2), numpy pick, 
 }
 
 
+NO_C = ("q_star", "chi_1", "xi_q", "phase")    # quantities that do not need the correlation map's fixed point
+
+
 def _builder(quantity):
     closed, pick_np, pick_mp, method, defining, _ = SPECS[quantity]
 
     def build(activation):
         if activation in MF.HOMOGENEOUS:
             return closed(_H[activation])
-        return _route(activation, pick_np, pick_mp, method, defining)
+        return _route(activation, pick_np, pick_mp, method, defining, quantity not in NO_C)
     return build
 
 
@@ -160,7 +170,7 @@ register(ClosedForm(
     builder=lambda activation: _route(activation, _gamma_np,
                                       lambda q, e, c1, cc, cq: (1 - e) / e if e > 0 else mpmath.inf,
                                       "gamma_inf = (1 - e*)/e*", CS / (1 - CS)),
-    accuracy=ACCURACY, conditions=CONDITIONS[2:]))
+    accuracy=ACCURACY, conditions=(RANGE,) + CONDITIONS[3:]))
 
 
 def _eoc_case(activation):
