@@ -146,16 +146,18 @@ def check_fixed_points(ctx) -> list:
         get = lambda name: float(igbsym.get(f"meanfield.{name}").numpy(**kw))  # noqa: E731
         traj = _theory(act, point, depth)
         qL, eL = (float(v) for v in traj[-1])
+        lim = {k: float(v) for k, v in MF.state_np(act, 0.0, point[0], point[1]).items()}   # the engine's limits
+        lim_xi = {k: float(MF.depth_scale(lim[k])) for k in ("chic", "chiq")}
         note = f"N = {ws}, layer {depth}; bias: the trajectory at layer {depth} vs the limit"
         q_hat = _at(runs, lambda d: _mean(d[0][:, -1]))
         out.append(z_result("meanfield.q_star", f"{label}: q at layer {depth}", get("q_star"), *q_hat, ws[-1], seed,
-                            bias_bound=abs(qL - get("q_star")), note=note))
+                            bias_bound=abs(qL - lim["q"]), note=note))
         c_hat = _at(runs, lambda d: (lambda r: (r.value, r.se))(ratio_estimate(d[1][:, -1], d[0][:, -1])))
         out.append(z_result("meanfield.c_star", f"{label}: c at layer {depth}", get("c_star"), *c_hat, ws[-1], seed,
-                            bias_bound=abs(1 - eL - get("c_star")), note=note))
+                            bias_bound=abs(eL - lim["e"]), note=note))
         chi1 = _at(runs, lambda d: _mean(d[2][:, -1]))
-        A = float(MF.state_np(act, 0.0, point[0], point[1])["chi1"])
-        bias1 = 0.0 if act == "relu" else abs(point[0] ** 2 * float(MF.moments_vec(act, 0.0, np.array([qL]))[2][0]) - A)
+        bias1 = 0.0 if act == "relu" else abs(point[0] ** 2 * float(MF.moments_vec(act, 0.0, np.array([qL]))[2][0])
+                                               - lim["chi1"])
         out.append(z_result("meanfield.chi_1", f"{label}: sigma_w^2 mean phi'(h)^2 at layer {depth}", get("chi_1"),
                             *chi1, ws[-1], seed, bias_bound=bias1, note=note))
         ph = 0.0 if abs(math.log(chi1[0])) < 5 * chi1[1] / chi1[0] else math.copysign(1.0, math.log(chi1[0]))
@@ -166,33 +168,33 @@ def check_fixed_points(ctx) -> list:
         g_hat = _at(runs, lambda d: _gamma(d[1][:, -1], d[0][:, -1]))
         gL = (1 - eL) / eL
         out.append(z_result("meanfield.gamma_inf", f"{label}: c/(1 - c) at layer {depth}", get("gamma_inf"), *g_hat,
-                            ws[-1], seed, bias_bound=abs(gL - get("gamma_inf")), note=note))
+                            ws[-1], seed, bias_bound=abs(gL - (1 - lim["e"]) / lim["e"]), note=note))
         chic = _at(runs, lambda d: _mean(d[3][:, -1]))
         out.append(z_result("meanfield.chi_c", f"{label}: sigma_w^2 mean phi'(h_a)phi'(h_b) at layer {depth}",
                             get("chi_c"), *chic, ws[-1], seed,
-                            bias_bound=abs(_chi_c_at(act, point, qL, eL) - get("chi_c")), note=note))
-        c_star, (l1, l2) = get("c_star"), XI_C_LAYERS
+                            bias_bound=abs(_chi_c_at(act, point, qL, eL) - lim["chic"]), note=note))
+        c_star, (l1, l2) = 1 - lim["e"], XI_C_LAYERS
         xi_hat = _at(runs, lambda d: _log_slope(d[1] / d[0], c_star, l1, l2))
         c_th = [1 - float(e) for _, e in traj]
         xi_th = (l2 - l1) / math.log(abs(c_th[l1 - 1] - c_star) / abs(c_th[l2 - 1] - c_star))
         out.append(z_result("meanfield.xi_c", f"{label}: decay of c_l - c* over layers {l1}..{l2}", get("xi_c"),
-                            *xi_hat, ws[-1], seed, bias_bound=abs(xi_th - get("xi_c")),
+                            *xi_hat, ws[-1], seed, bias_bound=abs(xi_th - lim_xi["chic"]),
                             note=f"bias: the trajectory's log-slope over the same layers ({xi_th:.4f})"))
         xi_chi = _at(runs, lambda d: _xi_of(d[3][:, -1]))
         out.append(z_result("meanfield.xi_c", f"{label}: -1/ln of the measured chi_c at layer {depth}", get("xi_c"),
                             *xi_chi, ws[-1], seed, bias_bound=abs(-1 / math.log(_chi_c_at(act, point, qL, eL))
-                                                                 - get("xi_c")), note=note))
+                                                                 - lim_xi["chic"]), note=note))
         xq_chi = _at(runs, lambda d: _xi_of(d[4][:, -1]))
         chiq_L = point[0] ** 2 * float(MF.moments_vec(act, 0.0, np.array([qL]))[1][0])
         out.append(z_result("meanfield.xi_q", f"{label}: -1/ln sigma_w^2 mean(phi'^2 + phi phi'') at layer {depth}",
-                            get("xi_q"), *xq_chi, ws[-1], seed, bias_bound=abs(-1 / math.log(chiq_L) - get("xi_q")),
+                            get("xi_q"), *xq_chi, ws[-1], seed, bias_bound=abs(-1 / math.log(chiq_L) - lim_xi["chiq"]),
                             note=note))
-        q_star, (m1, m2) = get("q_star"), XI_Q_LAYERS
+        q_star, (m1, m2) = lim["q"], XI_Q_LAYERS
         xq_hat = _at(runs, lambda d: _log_slope(d[0], q_star, m1, m2))
         q_th = [float(v) for v, _ in traj]
         xq_th = (m2 - m1) / math.log(abs(q_th[m1 - 1] - q_star) / abs(q_th[m2 - 1] - q_star))
         out.append(z_result("meanfield.xi_q", f"{label}: decay of q_l - q* over layers {m1}..{m2}", get("xi_q"),
-                            *xq_hat, ws[-1], seed, bias_bound=abs(xq_th - get("xi_q")),
+                            *xq_hat, ws[-1], seed, bias_bound=abs(xq_th - lim_xi["chiq"]),
                             note=f"bias: the trajectory's log-slope over the same layers ({xq_th:.4f})"))
     return out
 
@@ -218,13 +220,11 @@ def check_edge_of_chaos(ctx) -> list:
     ctx.progress(f"meanfield: edge of chaos, sigma_w = {sw:.5f}")
     runs = _runs(ctx, (("tanh", sw, sb),), "edge of chaos")[("tanh", sw, sb)]
     chi1 = _at(runs, lambda d: _mean(d[2][:, -1]))
-    chi = igbsym.get("meanfield.chi_1")
     h = 1e-5
-    slope = (float(chi.numpy(activation="tanh", sigma_w=sw + h, sigma_b=sb))
-             - float(chi.numpy(activation="tanh", sigma_w=sw - h, sigma_b=sb))) / (2 * h)
+    chi = lambda w: float(MF.state_np("tanh", 0.0, w, sb)["chi1"])  # noqa: E731 - the engine's chi_1 (theory)
+    slope = (chi(sw + h) - chi(sw - h)) / (2 * h)
     qL = float(_theory("tanh", (sw, sb), depth)[-1][0])
-    bias = abs(sw * sw * float(MF.moments_vec("tanh", 0.0, np.array([qL]))[2][0])
-               - float(chi.numpy(activation="tanh", sigma_w=sw, sigma_b=sb))) / slope
+    bias = abs(sw * sw * float(MF.moments_vec("tanh", 0.0, np.array([qL]))[2][0]) - chi(sw)) / slope
     est = sw + (1 - chi1[0]) / slope
     return [z_result("meanfield.eoc_sigma_w", "tanh sigma_b^2 = 0.05: sigma_w + (1 - chi_1-hat)/(d chi_1/d sigma_w)",
                      sw, est, chi1[1] / slope, ws[-1], seed_for(ctx, "meanfield_eoc"), bias_bound=bias,

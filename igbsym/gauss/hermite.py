@@ -39,7 +39,7 @@ def terms(strip: float, q: float) -> int:
 
 
 @lru_cache(maxsize=32)
-def _basis(K: int, h: float):
+def basis(K: int, h: float):
     """(z, w·h_k(z)) on normal_nodes(h): the weighted orthonormal Hermite values [n, K + 1]."""
     z, w = normal_nodes(h)
     H = np.empty((z.size, K + 1))
@@ -63,7 +63,7 @@ def hermite_betas(name: str, a, q, K=None):
     _check(name, q)
     f, d1 = acts.get(name).numpy, acts.derivatives(name, "numpy")
     K = K or terms(acts.get(name).strip, float(q.max()))
-    z, w, WH = _basis(K, min(0.1, 1.9 / math.sqrt(2 * K)))
+    z, w, WH = basis(K, min(0.1, 1.9 / math.sqrt(2 * K)))
     x = np.sqrt(q)[:, None] * z
     y = f(x, a, 0.0)
     beta = (y @ WH) ** 2
