@@ -60,7 +60,7 @@ CONDITIONS = (
     Condition(sp.Le(sw_**2 + sb_**2, MF.Q_MAX_MP), f"sigma_w^2 + sigma_b^2 <= {MF.Q_MAX_MP:g} (erf: q* <= that, the "
               "range of the mpmath reference)", applies=lambda case: case.get("activation") == "erf"),
 )
-SB_EOC_MAX = {"tanh": 1.5, "erf": 5.0}    # q on the edge of chaos <= 10 (tanh: 8.9 at 1.5) and <= 100 (erf: 63 at 5)
+SB_EOC_MAX = {"tanh": 1.5, "erf": 5.0}    # q on the edge of chaos <= 10 (tanh: 5.2 at 1.5) and <= 100 (erf: 33 at 5)
 EOC_RANGE = Condition(sp.Ge(sb_, sp.Rational(1, 1000)), "sigma_b >= 1e-3 (the routes' double range)")
 EOC_CONDITIONS = (EOC_RANGE,) + tuple(Condition(sp.Le(sb_, v), f"sigma_b <= {v:g} ({n}: the edge of chaos at q <= "
                                  f"{Q_MAX_TANH if n == 'tanh' else MF.Q_MAX_MP:g}, the routes' range)",
