@@ -41,9 +41,10 @@ def grid(activation: str, n: int, sw2_max: float, sb2_max: float, depth=None, a:
         if activation in MF.HOMOGENEOUS:                      # never chaotic: c* = 1 where q* is finite
             log_g = np.full(SW.shape, np.inf)
         else:
-            e = MF.state_np(activation, a, SW, SB)["e"]
+            st = MF.state_np(activation, a, SW, SB)
+            e = st["e"]
             with np.errstate(divide="ignore"):
-                log_g = np.where(e > 0, np.log10(1 - e) - np.log10(np.where(e > 0, e, 1.0)), np.inf)
+                log_g = np.where(e > 0, np.log10(st["c"]) - np.log10(np.where(e > 0, e, 1.0)), np.inf)
         quantity = "log10 gamma_inf"
     else:
         _, e = MF.trajectory(activation, a, SW, SB, depth + 1)[-1]

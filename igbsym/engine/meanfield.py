@@ -84,7 +84,27 @@ def _e_erf(q, sw2, sb2):
         g = sw2[rows] / qq * 2 / np.pi * np.arctan2(num, cxx * cy + tt * y)
         slope = sw2[rows] * 4 / np.pi / np.sqrt((1 + 2 * qq * e) * (1 + 4 * qq - 2 * qq * e))
         return g, slope
-    return _solve_e(G, q.size)
+    e, slope = _solve_e(G, q.size)
+
+    def F(rows, c):
+        qq, s2 = q[rows], sw2[rows]
+        return ((s2 * 2 / np.pi * np.arcsin(t[rows] * c) + sb2[rows]) / qq,
+                s2 * 4 / np.pi / np.sqrt((1 + 2 * qq) ** 2 - (2 * qq * c) ** 2))
+    return e, slope, _refine_c(F, e)
+
+
+def _refine_c(F, e):
+    """c* = 1 − e*, refined where c* < 1/2 by Newton steps on F(c) − c computed in c itself (1 − e* keeps only an
+    absolute 1e-16: odd φ at small σ_b has c* ~ σ_b²/q*, whose relative digits the difference would lose)."""
+    c = 1 - e
+    rows = np.flatnonzero(e > 0.5)
+    if rows.size:
+        cs = c[rows]
+        for _ in range(3):
+            f, d = F(rows, cs)
+            cs = cs - (f - cs) / (d - 1)
+        c[rows] = cs
+    return c
 
 
 def _solve_e(G, n):
@@ -104,7 +124,7 @@ def _solve_e(G, n):
 
 def _e_series(name, a, q, sw2, sb2):
     """(e*, χ_c) from Mehler's series of φ at q* (``gauss.hermite.series``), chunk by chunk."""
-    e, chic = np.empty(q.size), np.empty(q.size)
+    e, chic, c = np.empty(q.size), np.empty(q.size), np.empty(q.size)
     for idx, beta in series(name, a, q):
         k = np.arange(1, beta.shape[1], dtype=float)
         b = beta[:, 1:]
@@ -117,29 +137,37 @@ def _e_series(name, a, q, sw2, sb2):
             return scale[rows] * (b[rows] * one_minus).sum(1), scale[rows] * (b[rows] * k * pw).sum(1)
         with np.errstate(divide="ignore", invalid="ignore"):
             e[idx], chic[idx] = _solve_e(G, idx.size)
-    return e, chic
+
+        def F(rows, cc, b=beta, scale=scale, ratio=sb2[idx] / sw2[idx]):
+            kk = np.arange(b.shape[1])
+            pw = np.power(cc[:, None], kk)
+            br, sr = b[rows], scale[rows]
+            return sr * ((br * pw).sum(1) + ratio[rows]), sr * (br[:, 1:] * kk[1:] * pw[:, :-1]).sum(1)
+        c[idx] = _refine_c(F, e[idx])
+    return e, chic, c
 
 
 def state_np(name, a, sigma_w, sigma_b):
-    """{q, e, chi1, chic, chiq} at the fixed point, broadcast over (a, σ_w, σ_b); e = 1 − c*."""
+    """{q, e, c, chi1, chic, chiq} at the fixed point, broadcast over (a, σ_w, σ_b); e = 1 − c* and c = c*, each
+    with its own relative accuracy."""
     a, sw, sb = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, sigma_w, sigma_b)))
     shape = sw.shape
     sw2, sb2 = (sw * sw).ravel(), (sb * sb).ravel()
     if name in HOMOGENEOUS:
         h = (1 + (a * a if name == "leaky_relu" else 0 * a)) / 2
         chi1 = (sw2 * h.ravel())
-        out = dict(q=sb2 / (1 - chi1), e=np.zeros(sw2.size), chi1=chi1, chic=chi1, chiq=chi1)
+        out = dict(q=sb2 / (1 - chi1), e=np.zeros(sw2.size), c=np.ones(sw2.size), chi1=chi1, chic=chi1, chiq=chi1)
         return {k: v.reshape(shape) for k, v in out.items()}
     aa = float(a.flat[0]) if a.size else 0.0
     q = q_star_np(name, aa, sw.ravel(), sb.ravel())
     _, dS, A = _moments(name, aa, q)
     chi1 = sw2 * A
-    e, chic = np.zeros(q.size), chi1.copy()
+    e, chic, c = np.zeros(q.size), chi1.copy(), np.ones(q.size)
     chaos = np.flatnonzero(chi1 > 1)
     if chaos.size:
         solve = _e_erf if name == "erf" else (lambda qq, s2, b2: _e_series(name, aa, qq, s2, b2))
-        e[chaos], chic[chaos] = solve(q[chaos], sw2[chaos], sb2[chaos])
-    out = dict(q=q, e=e, chi1=chi1, chic=chic, chiq=sw2 * dS)
+        e[chaos], chic[chaos], c[chaos] = solve(q[chaos], sw2[chaos], sb2[chaos])
+    out = dict(q=q, e=e, c=c, chi1=chi1, chic=chic, chiq=sw2 * dS)
     return {k: v.reshape(shape) for k, v in out.items()}
 
 

@@ -109,8 +109,8 @@ SPECS = {   # quantity: (homogeneous closed form (h = (1 + a^2)/2), numpy pick, 
     "q_star": (lambda h: sb_**2 / (1 - sw_**2 * h), lambda s: s["q"], lambda q, e, c1, cc, cq: q,
                "q* by Newton on the length map", QS, "q*, the fixed point of the length map q' = sigma_w^2 "
                "E[phi(sqrt(q) Z)^2] + sigma_b^2"),
-    "c_star": (lambda h: sp.S.One, lambda s: 1 - s["e"], lambda q, e, c1, cc, cq: 1 - e,
-               "c* = 1 - e*, e* by Newton from e = 1 on the map of 1 - c", CS,
+    "c_star": (lambda h: sp.S.One, lambda s: s["c"], lambda q, e, c1, cc, cq: 1 - e,
+               "c* = 1 - e*, e* by Newton from e = 1 on the map of 1 - c (refined in c where c* < 1/2)", CS,
                "c*, the stable fixed point of the correlation map c' = (sigma_w^2 E[phi(u_a) phi(u_b)] + "
                "sigma_b^2)/q* (1 in the ordered phase)"),
     "chi_1": (lambda h: sw_**2 * h, lambda s: s["chi1"], lambda q, e, c1, cc, cq: c1,
@@ -158,7 +158,7 @@ for _q, (_c, _pn, _pm, _m, _d, _summary) in SPECS.items():
 def _gamma_np(s):
     e = s["e"]
     with np.errstate(divide="ignore"):
-        return np.where(e > 0, (1 - e) / np.where(e > 0, e, 1.0), np.inf)
+        return np.where(e > 0, s["c"] / np.where(e > 0, e, 1.0), np.inf)
 
 
 register(ClosedForm(
