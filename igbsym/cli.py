@@ -5,7 +5,7 @@ The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eva
 [--device D] [--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``, ``sweep GRID.toml [--db FILE]
 [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json] [--plot DIR]``,
 ``train --model M --data D --inits N --steps S [--lr LR] [--optimizer sgd|adam] [--batch-size B] [--classes C]
-[--zero-bias] [--seed S] [--report DIR] [--json]``.
+[--zero-bias] [--seed S] [--report DIR] [--json]``, ``phase --activation A [--depth L] [--json] [--plot FILE]``.
 Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
 The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and
@@ -278,6 +278,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--zero-bias", action="store_true", help="data route: biases set to 0 (as igbsym probe)")
     s.add_argument("--pairs", type=int, default=None, help="data route: estimate gamma from N sampled pairs")
     s.set_defaults(func=cmd_predict)
+
+    s = sub.add_parser("phase", help="mean-field phase diagram: log10 gamma_inf (or gamma_L) over (sigma_w^2, "
+                       "sigma_b^2) with the edge of chaos")
+    s.add_argument("--activation", required=True)
+    s.add_argument("--depth", type=_int_range("--depth", 1, 100000), default=None, help="gamma_L after L layers")
+    s.add_argument("--grid", type=_int_range("--grid", 2, 2000), default=100, help="points per axis (default 100)")
+    s.add_argument("--sw2-max", type=float, default=4.0, help="largest sigma_w^2 (default 4)")
+    s.add_argument("--sb2-max", type=float, default=0.5, help="largest sigma_b^2 (default 0.5)")
+    s.add_argument("--a", type=float, default=0.01, help="leaky slope (leaky_relu)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--plot", default=None, metavar="FILE")
+    s.set_defaults(func="igbsym.phase:run")
 
     s = sub.add_parser("sweep", help="sweep GRID.toml: simulate a grid into a resumable store (torchrun shards it); "
                        "sweep show DB: its results")

@@ -100,7 +100,8 @@ def _edges() -> dict:
 # above it. validation/ and derivations/ sit below everything; the package __init__ re-exports and is exempt.
 LAYERS = [("errors", "functions", "numerics", "route"), ("activations",), ("gauss",), ("extreme", "bn_law", "mehler"),
           ("ops",), ("spec",), ("engine", "nngp", "multiclass_numerics"), ("notation", "prose", "latex"),
-          ("form", "registry", "params", "kurtosis_api"), ("families",), ("predict", "law", "files", "cli", "__main__")]
+          ("form", "registry", "params", "kurtosis_api"), ("families",),
+          ("predict", "law", "files", "cli", "__main__", "phase")]
 
 
 def _layer(module: str):

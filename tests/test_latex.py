@@ -144,6 +144,10 @@ GOLDEN = {
                             r"\frac{\sigma e^{- \frac{\mu^{2}}{2 \sigma^{2}}}}{\sqrt{2\pi}}",
     ("rectified.moment", (("n", 0),)): r"\mathbb{E}\left[\mathrm{ReLU}(X)^{0}\right] = 1",
     ("width.coefficient", (("L", 1), ("activation", "relu"))): r"a_{1}(\mathrm{ReLU}) = 0",
+    ("meanfield.q_star", (("activation", "relu"),)):
+        r"q^*_{\mathrm{ReLU}}(\sigma_w, \sigma_b) = \frac{2 \sigma_{b}^{2}}{2 - \sigma_w^{2}}",
+    ("meanfield.eoc_sigma_w", (("activation", "leaky_relu"),)):
+        r"\sigma_w^{\mathrm{EOC}}(\phi_a; \sigma_b) = \frac{\sqrt{2}}{\sqrt{a^{2} + 1}}",
 }
 
 

@@ -31,7 +31,8 @@ __all__ = ["KERNEL_ERROR", "bvn_cdf", "pair_kernel_np",
 
 def clear_caches() -> None:
     """Empty the memoised moments (benchmarks time cold evaluations)."""
-    from . import bivariate, univariate
+    from . import bivariate, hermite, univariate
     bivariate.clear_cache()
+    hermite.basis.cache_clear()
     univariate.moments_mp.cache_clear()
     univariate.derivative_moment_np.cache_clear()
