@@ -26,7 +26,7 @@ import torch
 
 from igbsym.errors import InputError, NumericalError
 
-from . import chain as C
+from .chain import POINTS_TRIED, applies, run_chains
 from .estimators import penultimate, rao_blackwell_units
 from .stats import Estimate, ratio_estimate
 
@@ -73,7 +73,7 @@ class _Route:
         t0 = time.process_time()
         first = 0 if self.a is None else self.a.shape[0]
         if self.name == "exact-chain":
-            a, b, _ = C.run_chains(self.spec, n, self.seed, first, self.points, self.n_data)
+            a, b, _ = run_chains(self.spec, n, self.seed, first, self.points, self.n_data)
         else:
             a, b = _rb_units(self.spec, n, self.data, self.seed, first)
         self.a = a if self.a is None else np.vstack([self.a, a])
@@ -97,7 +97,7 @@ def _rb_units(spec, n, data, seed, first):
 
 def candidates(spec, data) -> dict:
     """estimator -> None (valid) or why not."""
-    out = {"exact-chain": C.applies(spec) if data is None else "a dataset is given (the chain draws fresh Gaussian "
+    out = {"exact-chain": applies(spec) if data is None else "a dataset is given (the chain draws fresh Gaussian "
                                                                "points)"}
     out["rao-blackwell"] = ("residual nets are simulated by the chain (no dataset) or igbsym probe"
                             if any(op.children for op in spec.ops) else None)
@@ -134,7 +134,7 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
     routes, cost = {}, {}
     for name, why in valid.items():
         if why is None:
-            for points in (C.POINTS_TRIED if name == "exact-chain" and spec.batch == 1 else (None,)):
+            for points in (POINTS_TRIED if name == "exact-chain" and spec.batch == 1 else (None,)):
                 r = _Route(name, spec, data, seed, n_data, points)
                 r.more(PILOT[name])
                 rel, _ = _rel(r.estimate(), rel_se)
