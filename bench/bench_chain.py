@@ -65,11 +65,13 @@ def main():
     ap.add_argument("--depths", default="1,5,10,20,50")
     ap.add_argument("--loop-inits", type=int, default=32)
     ap.add_argument("--points", type=int, default=1024)
+    ap.add_argument("--rows", default=None, help="only these rows, e.g. tanh:layernorm; merged into the results file")
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ.get("IGBSYM_THREADS", "1")))
     d, N, target = 784, 256, 0.01
     rows = []
-    for act, norm in ROWS:
+    todo = ROWS if args.rows is None else [tuple(r.split(":")) for r in args.rows.split(",")]
+    for act, norm in todo:
         for L in (int(x) for x in args.depths.split(",")):
             spec = NetSpec(d, (N,) * L, activation=act, norm=None if norm == "none" else norm, placement="pre")
             est = estimate_gamma(spec, target, seed=1)
@@ -88,6 +90,9 @@ def main():
                   f"{secs / args.loop_inits:.3f} s/init x {math.ceil(need)} inits = {loop_cpu:.1f} s  "
                   f"-> {loop_cpu / est.seconds:.0f}x", flush=True)
     out = Path(__file__).with_name("results_chain.json")
+    if args.rows is not None and out.exists():     # merge: the other rows of the last full run stay
+        keep = [r for r in json.loads(out.read_text())["rows"] if (r["activation"], r["norm"]) not in todo]
+        rows = keep + rows
     out.write_text(json.dumps(dict(d=d, N=N, target=target, loop_inits=args.loop_inits, points=args.points,
                                    threads=torch.get_num_threads(), rows=rows), indent=1))
     print(f"wrote {out}")

@@ -12,8 +12,8 @@ average more pairs per draw of the weights at P² the cost) measures its CPU sec
 the one with the smallest predicted CPU time to the target, seconds/unit × units needed (units needed =
 relative variance / rel_se²), runs on from its pilot in rounds (each sized from the SE so far, ×1.1) until the
 relative SE is at most ``rel_se``. Reported: value, SE, units used, the estimator and why, CPU seconds (pilots
-included). γ = 0 exactly (odd φ on symmetric data) has no relative SE: the target is then the absolute SE
-``rel_se`` (stated in the result).
+included). γ = 0 exactly (odd φ on symmetric data) has no relative SE: where the chosen pilot's γ̂ is within 2 SE of
+0 the target is the absolute SE ``rel_se`` for the whole run (stated in the result).
 """
 from __future__ import annotations
 
@@ -104,9 +104,10 @@ def candidates(spec, data) -> dict:
     return out
 
 
-def _rel(est, rel_se):
-    """(relative SE, target met) — the absolute SE where γ̂ is 0 within its SE."""
-    if abs(est.value) <= 2 * est.se:
+def _rel(est, rel_se, absolute=None):
+    """(relative SE, target met) — the absolute SE where γ̂ is 0 within 2 SE (``absolute``: that mode, decided once
+    on the pilot, so a zero γ does not flip to a relative target on a 2-SE excursion)."""
+    if absolute if absolute is not None else abs(est.value) <= 2 * est.se:
         return est.se, est.se <= rel_se
     r = est.se / abs(est.value)
     return r, r <= rel_se
@@ -143,11 +144,13 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
                 routes[key], cost[key] = r, r.seconds / PILOT[name] * need
     pick = min(cost, key=cost.get)
     r, best = routes[pick], routes[pick].name
+    pilot = r.estimate()
+    absolute = abs(pilot.value) <= 2 * pilot.se
     reason = "; ".join([f"{k}: predicted {v:.3g} CPU s" for k, v in cost.items()]
                        + [f"{k}: {v}" for k, v in valid.items() if v is not None])
     while True:
         est = r.estimate()
-        rel, done = _rel(est, rel_se)
+        rel, done = _rel(est, rel_se, absolute)
         if done:
             break
         n = r.a.shape[0]
@@ -160,4 +163,4 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
             progress(best, r.a.shape[0], rel)
     layers = [r.estimate(j) for j in range(r.a.shape[1])] if best == "exact-chain" else []
     return GammaEstimate(est, best, r.a.shape[0], time.process_time() - t0, reason, layers,
-                         "absolute" if abs(est.value) <= 2 * est.se else "relative")
+                         "absolute" if absolute else "relative")
