@@ -24,7 +24,7 @@ the Gaussian image of h is exact for them alone.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -49,7 +49,6 @@ class ChainResult:
     chains: int
     points: int
     seconds: float
-    units: tuple = field(repr=False, default=None)   # (a, b) per chain at the output, for pooling runs
 
 
 def applies(spec) -> str | None:
@@ -149,7 +148,7 @@ def _result(a, b, P, seconds) -> ChainResult:
     if not (b[:, -1].mean() > 0):
         raise NumericalError("exact chain: the output units do not vary over the data (E[G_aa - G_ab] = 0)")
     layers = [_ratio(a[:, j], b[:, j]) for j in range(a.shape[1])]
-    return ChainResult(layers[-1], layers, a.shape[0], P, seconds, (a[:, -1], b[:, -1]))
+    return ChainResult(layers[-1], layers, a.shape[0], P, seconds)
 
 
 def _ratio(a, b) -> Estimate:

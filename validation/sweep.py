@@ -91,12 +91,11 @@ def summarise(config, seed, fields, units) -> dict:
     depth, n = len(config["widths"]), units.shape[0]
     col = {f: units[:, i] for i, f in enumerate(fields)}
     pred, source = prediction(config)
-    out_est = ratio_estimate(col[f"a{depth}"], col[f"b{depth}"], "delta")
-    rel = out_est.se / abs(out_est.value) if out_est.value != 0 else 1.0
+    ests = [ratio_estimate(col[f"a{l}"], col[f"b{l}"], "delta") for l in range(1, depth + 1)]
+    rel = ests[-1].se / abs(ests[-1].value) if ests[-1].value != 0 else 1.0
     fin = finite_prediction(config, min(0.05, max(CHAIN_REL_MIN, rel / 3)))
     layers = []
-    for l in range(1, depth + 1):
-        est = ratio_estimate(col[f"a{l}"], col[f"b{l}"], "delta")
+    for l, est in enumerate(ests, 1):
         p = pred[l - 1] if pred is not None else None
         z = (est.value - p) / est.se if p is not None and est.se > 0 else None
         row = {"layer": l, "gamma": est.value, "se": est.se, "pred": p, "z": z, "pred_N": None, "z_N": None,
