@@ -135,7 +135,9 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
     routes, cost = {}, {}
     for name, why in valid.items():
         if why is None:
-            for points in (POINTS_TRIED if name == "exact-chain" and spec.batch == 1 else (None,)):
+            # the point counts are chosen by timing only when the estimator is free; a named one is reproducible
+            for points in (POINTS_TRIED if name == "exact-chain" and spec.batch == 1 and estimator is None
+                           else (None,)):
                 r = _Route(name, spec, data, seed, n_data, points)
                 r.more(PILOT[name])
                 rel, _ = _rel(r.estimate(), rel_se)
