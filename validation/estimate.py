@@ -7,8 +7,9 @@ Candidates, each valid where stated:
 - ``rao-blackwell`` (``validation.simulate`` + ``estimators.rao_blackwell_units``): real torch networks, the output
   weights integrated out; on ``data`` (a [D, d_in] tensor shared by the inits: γ̂ is conditional on it) or on fresh
   Gaussian data per init (``FRESH_POINTS`` points each); any weight law.
-A pilot of each valid candidate (``PILOT``; the chain with 2, 4 and 8 points, ``chain.POINTS_TRIED``: more points
-average more pairs per draw of the weights at P² the cost) measures its CPU seconds and relative variance per unit;
+A pilot of each valid candidate (``PILOT``; with the estimator free, the chain with 2, 4 and 8 points,
+``chain.POINTS_TRIED``: more points average more pairs per draw of the weights at P² the cost; the choice then
+depends on the machine's timings, a named estimator is reproducible) measures its CPU seconds and relative variance;
 the one with the smallest predicted CPU time to the target, seconds/unit × units needed (units needed =
 relative variance / rel_se²), runs on from its pilot in rounds (each sized from the SE so far, ×1.1) until the
 relative SE is at most ``rel_se``. Reported: value, SE, units used, the estimator and why, CPU seconds (pilots
