@@ -12,7 +12,10 @@ its relative SE in the notes). ``zero_bias`` sets σ_b = 0 (the probe's --zero-b
 unit-scale features) is left out of the kernel map. Stock modules: Linear, Conv2d (square kernel, equal strides and
 paddings, zeros padding, no dilation or groups), the activations with a ``torch_module`` entry, LeakyReLU, GELU
 (exact), LayerNorm, RMSNorm (over all non-batch dimensions), AvgPool2d (count_include_pad, floor mode),
-AdaptiveAvgPool2d(1), MaxPool2d (dilation 1, floor mode: ``igbsym.ops.MaxPool2d``'s QMC map), Flatten.
+AdaptiveAvgPool2d(1), MaxPool2d (dilation 1, floor mode: ``igbsym.ops.MaxPool2d``'s QMC map), Flatten, and
+BatchNorm1d on features: in training mode (the probe's) ``igbsym.ops.BatchNorm`` over the probe's batches of
+``batch_size`` (default 256), whose affine part is the identity at init (weight 1, bias 0: checked); in eval mode at
+init (running mean 0, variance 1) the scale 1/√(1 + ε).
 """
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ from . import datasets, graph, models
 
 TORCH_LINEAR, TORCH_CONV = nn.Linear, nn.Conv2d    # torch's classes (subclasses too), not igbsym ops
 SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identity, LayerNorm, RMSNorm, AvgPool2d, "
-             "AdaptiveAvgPool2d(1), MaxPool2d, Flatten (residual nets: a SpecFactory of igbsym ops, e.g. the built-in "
-             "mlp-residual)")
+             "AdaptiveAvgPool2d(1), MaxPool2d, Flatten, BatchNorm1d (residual nets: a SpecFactory of igbsym ops, e.g. "
+             "the built-in mlp-residual)")
 
 
 LAW_WEIGHTS = 10**6        # weights pooled over inits per measured layer (relative SE of sigma_w^2 ~ sqrt(2/n))
@@ -84,9 +87,25 @@ def _single(v, what, name):
     return int(vals[0])
 
 
-def leaf(mod: nn.Module, name: str, law):
-    """The op of a stock module (None: not one); ``law(name, mod)`` gives a Linear/Conv2d's (σ_w, σ_b)."""
+def batchnorm(mod: nn.BatchNorm1d, name: str, batch_size):
+    """The op of a BatchNorm1d at init (module docstring)."""
+    if mod.affine and not (bool((mod.weight == 1).all()) and bool((mod.bias == 0).all())):
+        raise InputError(f"module {name!r} (BatchNorm1d): its affine part is not the identity at init (weight 1, "
+                         "bias 0); allowed: torch's default init")
+    if mod.training or not mod.track_running_stats:
+        from .probe import DEFAULT_BATCH
+        return O.BatchNorm(batch_size or DEFAULT_BATCH)
+    if not (bool((mod.running_mean == 0).all()) and bool((mod.running_var == 1).all())):
+        raise InputError(f"module {name!r} (BatchNorm1d, eval mode): running statistics are not the initial (0, 1)")
+    return O.Scale(1 / math.sqrt(1 + mod.eps))
+
+
+def leaf(mod: nn.Module, name: str, law, batch_size=None):
+    """The op of a stock module (None: not one); ``law(name, mod)`` gives a Linear/Conv2d's (σ_w, σ_b);
+    ``batch_size`` the probe's (a train-mode BatchNorm's batch)."""
     kind = type(mod)
+    if kind is nn.BatchNorm1d:
+        return batchnorm(mod, name, batch_size)
     entry = {e.torch_module: n for n, e in ACTIVATIONS.items() if e.torch_module}.get(kind.__name__)
     if entry is not None and kind.__module__.startswith("torch.nn") and entry not in ("leaky_relu", "gelu"):
         return O.Act(entry)
@@ -125,7 +144,7 @@ def leaf(mod: nn.Module, name: str, law):
     return None
 
 
-def translate(model, input_shape, zero_bias: bool = False, seed: int = 0):
+def translate(model, input_shape, zero_bias: bool = False, seed: int = 0, batch_size=None):
     """(ops, names, notes) of ``model`` (module docstring): the forward graph (validation.graph) of the network
     the probe builds for init 0, with the weight laws of that same network (``Inits``: a factory's own init;
     an nn.Module instance re-initialised by reset_parameters, torch's stock law exactly for stock layers)."""
@@ -147,7 +166,7 @@ def translate(model, input_shape, zero_bias: bool = False, seed: int = 0):
     def law(name, mod):
         s2w, s2b = laws[name] if name in laws else stock_law(mod)
         return math.sqrt(s2w), (0.0 if zero_bias else math.sqrt(s2b))
-    ops, names = graph.graph_ops(gm, lambda target, mod: leaf(mod, target, law))
+    ops, names = graph.graph_ops(gm, lambda target, mod: leaf(mod, target, law, batch_size))
     return ops, names, notes
 
 
@@ -157,15 +176,16 @@ def _is_stock(mod) -> bool:
 
 
 def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, seed: int = 0, n_draws=None,
-                    pairs=None):
-    """(DataTheory, info) of a model name / module.path:factory / nn.Module on a dataset name, file or tensor."""
+                    pairs=None, batch_size=None):
+    """(DataTheory, info) of a model name / module.path:factory / nn.Module on a dataset name, file or tensor;
+    ``batch_size``: the probe's (default 256), a train-mode BatchNorm's batch."""
     from igbsym.nngp import theory
     ds = datasets.load(data, seed=seed)
     n_out = classes or ds.n_classes or 2
     if n_out < 2:
         raise InputError(f"--classes must be >= 2, got {n_out}")
     model = models.resolve_model(model_spec, ds.data.shape[1:], n_out) if isinstance(model_spec, str) else model_spec
-    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias, seed)
+    ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias, seed, batch_size)
     res = theory(ops, ds.data.double().numpy(), classes=n_out, names=names, n_draws=n_draws, seed=seed, pairs=pairs)
     res.notes = notes + res.notes
     info = dict(model=model_spec if isinstance(model_spec, str) else type(model_spec).__name__,
@@ -180,17 +200,20 @@ def run(args) -> int:
                          "(the i.i.d. Gaussian-data route with --activation --depth ...)")
     fixed = [o for o, v in (("--activation", args.activation != "relu"), ("--depth", args.depth != 1),
                             ("--norm", args.norm != "none"), ("--pool", args.pool is not None),
-                            ("--batch-size", args.batch_size is not None), ("--sigma-w", args.sigma_w is not None),
+                            ("--sigma-w", args.sigma_w is not None),
                             ("--residual", args.residual), ("--alpha", args.alpha is not None),
                             ("--plot", args.plot is not None)) if v]
     if fixed:
         raise InputError(f"predict: {', '.join(fixed)} describe the i.i.d. Gaussian-data architecture; with --model "
                          "the architecture is the model's; allowed with --model/--data: --classes, --zero-bias, "
-                         "--pairs, --json")
+                         "--pairs, --batch-size (a train-mode BatchNorm's batch, as the probe's), --json")
     if args.classes is not None and args.classes < 2:
         raise InputError(f"predict: --classes {args.classes} is not allowed; allowed: an integer >= 2")
     torch.set_num_threads(1)
-    res, info = predict_on_data(args.model, args.data, args.classes, args.zero_bias, pairs=args.pairs)
+    if args.batch_size is not None and args.batch_size < 2:
+        raise InputError(f"predict: --batch-size {args.batch_size} is not allowed; allowed: an integer >= 2")
+    res, info = predict_on_data(args.model, args.data, args.classes, args.zero_bias, pairs=args.pairs,
+                                batch_size=args.batch_size)
     if args.json:
         print(json.dumps(dict(info, **res.to_dict())))
     else:

@@ -7,7 +7,8 @@ keeps per op the three summaries the IGB statistics need, per position p over th
 T_p = (1/D) Σ_a k(a, a; p, p), M_off,p = Σ_{a≠b} k(a, b; p, p)/(D(D − 1)) and m̄_p = (1/D) Σ_a m(a, p) — and the last
 op's full D × D kernel (its positions averaged). ``walk(..., pairs=n)`` instead draws n off-diagonal pairs uniformly
 (with replacement; an unbiased estimate of M_off with its standard error) and walks the D diagonal entries exactly:
-the route for large D, without the full kernel.
+the route for large D, without the full kernel. An op that needs the whole dataset's kernel at once (``whole_data``:
+a train-mode BatchNorm normalises over its batch) makes the walk one tile of all D × D entries (flat data).
 """
 from __future__ import annotations
 
@@ -81,6 +82,34 @@ def check_data(x) -> np.ndarray:
     return x
 
 
+def needs_whole(ops) -> bool:
+    """Whether an op (or a composite op's child) maps only the whole dataset's kernel (``Op.whole_data``)."""
+    return any(op.whole_data or needs_whole(op.children) for op in ops)
+
+
+def _whole_walk(ops, x, names, image) -> Walk:
+    """All D × D entries as one tile (module docstring): the summaries from its diagonal and off-diagonal."""
+    n = x.shape[0]
+    if image:
+        raise InputError("a train-mode BatchNorm over image data has no kernel map here (BatchNorm2d: not "
+                         "supported); allowed: flat data (a leading Flatten) with BatchNorm1d after a Linear")
+    idx = np.arange(n)
+    summaries = [None] * len(ops)
+
+    def rec(i, s):                                 # flat units: one position
+        k = np.broadcast_to(s.k[..., 0, 0], (n, n))
+        off = (k.sum() - np.trace(k)) / (n * (n - 1))
+        summaries[i] = Summary(names[i], np.array([np.trace(k) / n]), np.array([off]),
+                               np.array([np.broadcast_to(s.ma[..., 0], (n, 1)).mean()]))
+    s = _apply(ops, input_kernel(x, idx, idx, True, whole=True), rec)
+    if not s.flat or s.P != 1:
+        raise InputError("the ops must end in a Dense readout (features, one position) for an output kernel")
+    kernel = s.k[..., 0, 0]
+    if not np.isfinite(kernel).all():
+        raise NumericalError("the output kernel has NaN/inf entries (overflow in a deep or large-gain network)")
+    return Walk(summaries, np.array(kernel), n)
+
+
 def _apply(ops, s, record):
     for i, op in enumerate(ops):
         s = op.kernel(s)
@@ -102,6 +131,11 @@ def walk(ops, x, names=None, pairs: int | None = None, seed: int = 0, tile: int 
     n = x.shape[0]
     names = list(names) if names is not None else [f"{i} {type(op).__name__}" for i, op in enumerate(ops)]
     acc = [dict(T=0.0, off=0.0, m=0.0) for _ in ops]
+    if needs_whole(ops):
+        if pairs is not None:
+            raise InputError("a train-mode BatchNorm needs every pair of points (no pair sampling); allowed: the "
+                             "full walk (no --pairs)")
+        return _whole_walk(ops, x, names, image)
 
     def diag_walk(idx):
         def rec(i, s):

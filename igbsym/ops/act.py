@@ -308,6 +308,9 @@ class Act(Op):
         return gauss.moments_np(self.name, float(self.a), uniq)[0][inv].reshape(np.shape(v))
 
     def kernel(self, s: Kernel) -> Kernel:
+        src = s.current_source()
+        if src is not None and src[1].whole_data:                   # φ of train-mode BatchNorm outputs
+            return src[1].activation_kernel(src[0], self)
         if not s.gaussian:
             fail(f"activation {self.name}: its input units are not jointly Gaussian with zero mean (an activation "
                  "needs a Dense, Conv2d, or a norm/linear pool of one, before it; not the raw data or another "

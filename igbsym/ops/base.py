@@ -115,6 +115,7 @@ class Op:
     degree = 1            # 1: op(λx) = λ op(x); 0: op(λx) = op(x); None: neither
     rows = None           # rows the op processes together (a BatchNorm mini-batch), else None
     keeps_share = False   # True: the map keeps (c, e); "centred": it does where the input mean is 0
+    whole_data = False    # its kernel map needs the whole dataset's kernel block (a train-mode BatchNorm)
 
     @classmethod
     def example(cls) -> "Op":

@@ -91,7 +91,7 @@ class Conv2d(Op):
             out = out * (w2 / self.k**2) + b2
             return out.reshape(out.shape[:-4] + (ho * wo, ho * wo))
         zero = np.zeros((1, 1, 1))
-        return Kernel(conv(s.k), conv(s.ka), conv(s.kb), zero, zero, (ho, wo), False, True)
+        return Kernel(conv(s.k), conv(s.ka), conv(s.kb), zero, zero, (ho, wo), False, True, whole=s.whole)
 
     def torch(self, n, device=None, dtype=None):
         from torch import nn

@@ -16,7 +16,9 @@ image flat and keeps its positions, which the next Dense averages); ``gaussian``
 with zero mean over the weights (Dense/Conv outputs, their norms and linear pools), which an activation needs.
 ``source``: (the Gaussian kernel before an elementwise activation, the Act op, this block's ``k``) as left by
 ``Act.kernel``: a max-pool needs the Gaussian units under φ (max_i φ(u_i) is a function of the Gaussian window); it
-is current only while ``k`` is that same array (``current_source``), so any op that changes k drops it.
+is current only while ``k`` is that same array (``current_source``), so any op that changes k drops it; a
+train-mode BatchNorm leaves (its Gaussian input, itself, its ``k``) there too, for the activation after it.
+``whole``: the block is the whole dataset, rows and columns in data order (a BatchNorm needs its batches).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class Kernel:
     flat: bool = True
     gaussian: bool = False
     source: tuple | None = None
+    whole: bool = False
 
     @property
     def P(self) -> int:
@@ -90,7 +93,7 @@ def require_flat(s: Kernel, what: str) -> None:
                          "or a global average pool then Flatten)")
 
 
-def input_kernel(x: np.ndarray, a_idx, b_idx, flat: bool, pairs: bool = False) -> Kernel:
+def input_kernel(x: np.ndarray, a_idx, b_idx, flat: bool, pairs: bool = False, whole: bool = False) -> Kernel:
     """The data as a Kernel block: rows a_idx × columns b_idx (grid), or the zipped pairs (a_idx[i], b_idx[i]).
 
     x [D, d] (features) or [D, C, H, W] (an image); ``flat`` treats an image as its flattened features (a leading
@@ -110,7 +113,7 @@ def input_kernel(x: np.ndarray, a_idx, b_idx, flat: bool, pairs: bool = False) -
             ka = np.einsum("nd,nd->n", fa, fa)[:, None, None, None] / d
             kb = np.einsum("nd,nd->n", fb, fb)[None, :, None, None] / d
             ma, mb = fa.mean(1)[:, None, None], fb.mean(1)[None, :, None]
-        return Kernel(k, ka, kb, ma, mb, (1, 1), True, False)
+        return Kernel(k, ka, kb, ma, mb, (1, 1), True, False, whole=whole)
     if x.ndim != 4:
         raise InputError(f"data for a convolutional model must be images [D, C, H, W], got shape {x.shape}")
     n, c, h, w = x.shape
@@ -125,4 +128,4 @@ def input_kernel(x: np.ndarray, a_idx, b_idx, flat: bool, pairs: bool = False) -
         k = np.einsum("acp,bcq->abpq", xa, xb) / c
         ka, kb = own(xa)[:, None], own(xb)[None]
         ma, mb = xa.mean(1)[:, None], xb.mean(1)[None]
-    return Kernel(k, ka, kb, ma, mb, (h, w), False, False)
+    return Kernel(k, ka, kb, ma, mb, (h, w), False, False, whole=whole)

@@ -71,7 +71,7 @@ class Dense(Op):
         def avg(k):
             return w2 * np.diagonal(k, axis1=-2, axis2=-1).mean(-1)[..., None, None] + b2
         zero = np.zeros((1, 1, 1))
-        return Kernel(avg(s.k), avg(s.ka), avg(s.kb), zero, zero, (1, 1), True, True)
+        return Kernel(avg(s.k), avg(s.ka), avg(s.kb), zero, zero, (1, 1), True, True, whole=s.whole)
 
     def width(self, n):
         return self.width_

@@ -10,7 +10,8 @@ Dataset kernel (per example a, over the layer's units: mean μ_a = mean_p m(a, p
 k(a, a; p, p), both deterministic at infinite width by the law of large numbers over units): LayerNorm
 k' = (k − μ_b m_a − μ_a m_b + μ_a μ_b)/(σ_a σ_b), σ_a² = s_a − μ_a², m' = (m − μ)/σ; RMSNorm k' = k/√(s_a s_b),
 m' = m/√s. torch's ε (1e-5 added to σ²) is left out: a relative effect ε/σ². BatchNorm in training mode divides a
-unit by its spread over the batch, a random variable shared by all points: refused (no per-pair map).
+unit by its spread over the batch, a random variable shared by all points: no per-pair map, but an exact map of the
+whole batch's kernel (``igbsym.ops.bn_kernel``), for one batch holding the whole dataset (full batch, or batch >= D).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ import numpy as np
 import sympy as sp
 
 from .base import Op, State, fail, is_zero, sqrt
-from .datakernel import Kernel
+from .bn_kernel import batch_slices, normalised_moments
+from .datakernel import Kernel, require_flat
 
 
 def _gaussian_units(s: State, name: str) -> None:
@@ -169,9 +171,50 @@ class BatchNorm(Op):
     def rows(self):
         return self.B
 
+    whole_data = True
+
+    def _batch_kernel(self, s: Kernel) -> np.ndarray:
+        """The pre-BatchNorm kernel of the one batch [D, D] (refusals in one line)."""
+        require_flat(s, "BatchNorm (training mode)")
+        if not s.gaussian:
+            fail("BatchNorm (training mode): its input units are not Gaussian (a Dense must come before it; "
+                 "BatchNorm after an activation has no kernel map here)")
+        if not s.whole:
+            fail("BatchNorm (training mode) needs the whole dataset's kernel (every pair: no --pairs)")
+        n = s.k.shape[0]
+        if len(batch_slices(n, self.B)) > 1:
+            fail(f"BatchNorm (training mode) over {n} points in batches of {self.B}: the kernel across two batches "
+                 "(two random normalisers) has no map here; allowed: one batch holding the data (batch size >= D, "
+                 f"e.g. igbsym predict --batch-size {n}, igbsym probe --batch-size {n})")
+        return s.k[:, :, 0, 0]
+
+    @staticmethod
+    def _moments(s: Kernel, second: np.ndarray, mean) -> Kernel:
+        d = np.diagonal(second)
+        k = second[:, :, None, None]
+        ma = np.zeros((1, 1, 1)) if mean is None else mean[:, None, None]
+        mb = ma if mean is None else mean[None, :, None]
+        return s.replace(k=k, ka=d[:, None, None, None], kb=d[None, :, None, None], ma=ma, mb=mb, gaussian=False,
+                         source=None)
+
     def kernel(self, s: Kernel) -> Kernel:
-        fail("BatchNorm (training mode) divides each unit by its spread over the batch, a random variable shared by "
-             "all points: no per-pair kernel map; allowed: LayerNorm or RMSNorm")
+        """E[y_a y_b] of the BatchNorm outputs (``bn_kernel``); the Gaussian input is kept for an activation."""
+        second, _ = normalised_moments(self._batch_kernel(s), 1.0)
+        out = self._moments(s, second, None)
+        return out.replace(source=(s, self, out.k))
+
+    def activation_kernel(self, s: Kernel, act) -> Kernel:
+        """E[φ(y_a)φ(y_b)] and E φ(y_a) after this BatchNorm, from its Gaussian input ``s``: exact for
+        φ = x⁺ − slope·x⁻ (``bn_kernel``), and srelu (relu minus a constant)."""
+        if not act.closed_form:
+            fail(f"activation {act.name} after a train-mode BatchNorm over a dataset has no kernel map; allowed: "
+                 "the positively homogeneous ones (relu, leaky_relu, identity, abs) and srelu")
+        second, mean = normalised_moments(self._batch_kernel(s), float(act.slope))
+        if act.name == "srelu":
+            kap = float(act.shift_value("numpy"))
+            second = second - kap * (mean[:, None] + mean[None, :]) + kap * kap
+            mean = mean - kap
+        return self._moments(s, second, mean)
 
     def full_batch(self, n_data):
         return BatchNorm(n_data) if self.B is None else self
