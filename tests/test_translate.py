@@ -158,3 +158,18 @@ def test_cli_predict_a_factory_lists_the_translated_ops(tmp_path):
     res = subprocess.run(run[:6] + [str(tmp_path / "bad.npy")], capture_output=True, text=True, cwd=tmp_path,
                          env=env)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_a_qmc_model_samples_pairs_by_default(monkeypatch):
+    """predict on a MaxPool2d model over more than DEFAULT_PAIRS pairs samples them (a note says so) instead of
+    walking all D² QMC entries; below that it walks them all (the full kernel and the law of G)."""
+    from validation import translate as T
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32, 2))
+    x = torch.randn(12, 1, 8, 8)
+    res, _ = T.predict_on_data(m, x, classes=2, n_draws=200)
+    assert res.kernel is not None and res.gamma_se == 0
+    monkeypatch.setattr(T, "DEFAULT_PAIRS", 40)
+    res, _ = T.predict_on_data(m, x, classes=2, n_draws=200)
+    assert res.kernel is None and res.gamma_se > 0
+    assert any("40 sampled pairs by default" in n for n in res.notes)

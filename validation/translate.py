@@ -29,6 +29,7 @@ from torch import nn
 from igbsym import ops as O
 from igbsym.activations import ACTIVATIONS
 from igbsym.errors import InputError
+from igbsym.nngp.walk import samples_entries
 
 from . import datasets, graph, models
 
@@ -38,6 +39,7 @@ SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identi
              "the built-in mlp-residual)")
 
 
+DEFAULT_PAIRS = 20000      # sampled pairs for a model with a QMC kernel map (MaxPool2d), unless --pairs is given
 LAW_WEIGHTS = 10**6        # weights pooled over inits per measured layer (relative SE of sigma_w^2 ~ sqrt(2/n))
 LAW_INITS = (4, 64)        # at least / at most this many inits
 
@@ -186,6 +188,11 @@ def predict_on_data(model_spec, data, classes=None, zero_bias: bool = False, see
         raise InputError(f"--classes must be >= 2, got {n_out}")
     model = models.resolve_model(model_spec, ds.data.shape[1:], n_out) if isinstance(model_spec, str) else model_spec
     ops, names, notes = translate(model, tuple(ds.data.shape[1:]), zero_bias, seed, batch_size)
+    n = ds.data.shape[0]
+    if pairs is None and samples_entries(ops) and n * (n - 1) // 2 > DEFAULT_PAIRS:
+        pairs = DEFAULT_PAIRS
+        notes.append(f"a QMC kernel map (MaxPool2d) samples every entry: {pairs} sampled pairs by default (all D^2 "
+                     "pairs cost ~D^2/pairs times more; pass --pairs N to choose)")
     res = theory(ops, ds.data.double().numpy(), classes=n_out, names=names, n_draws=n_draws, seed=seed, pairs=pairs)
     res.notes = notes + res.notes
     info = dict(model=model_spec if isinstance(model_spec, str) else type(model_spec).__name__,

@@ -87,6 +87,11 @@ def needs_whole(ops) -> bool:
     return any(op.whole_data or needs_whole(op.children) for op in ops)
 
 
+def samples_entries(ops) -> bool:
+    """Whether an op (or a child) samples each kernel entry (``Op.sampled_kernel``: a QMC map)."""
+    return any(op.sampled_kernel or samples_entries(op.children) for op in ops)
+
+
 def _whole_walk(ops, x, names, image) -> Walk:
     """All D × D entries as one tile (module docstring): the summaries from its diagonal and off-diagonal."""
     n = x.shape[0]

@@ -116,6 +116,7 @@ class Op:
     rows = None           # rows the op processes together (a BatchNorm mini-batch), else None
     keeps_share = False   # True: the map keeps (c, e); "centred": it does where the input mean is 0
     whole_data = False    # its kernel map needs the whole dataset's kernel block (a train-mode BatchNorm)
+    sampled_kernel = False  # its kernel map samples each entry (QMC: MaxPool2d), so a full D × D walk is costly
 
     @classmethod
     def example(cls) -> "Op":

@@ -145,6 +145,7 @@ class MaxPool2d(Op):
     seed: int = 0
     stage = "pool"
     spatial = True
+    sampled_kernel = True
     sym = numpy = mp = no_state_map
     noise = no_noise_map
 
