@@ -308,7 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("probe", help="IGB of any torch model at initialisation on given data")
     s.add_argument("--model", required=True, help="built-in name or module.path:factory")
     s.add_argument("--data", required=True, help="digits, digits-parity, gaussian[:SHAPE[:D]], or a .npy/.pt file")
-    s.add_argument("--inits", type=int, default=100)
+    s.add_argument("--inits", type=int, default=100, help="initialisations (with --rel-se: the first round)")
+    s.add_argument("--rel-se", type=float, default=None, metavar="R",
+                   help="add inits in rounds until SE/gamma_hat <= R, R in (0, 1) (SE <= R where gamma is 0 within "
+                   "2 SE)")
+    s.add_argument("--max-inits", type=int, default=None, metavar="M",
+                   help="with --rel-se: the cap on the inits (default 10000); reaching it unmet is reported")
     s.add_argument("--classes", type=int, default=None, help="outputs of a built-in model; macro-classes = label mod C")
     s.add_argument("--zero-bias", action="store_true")
     s.add_argument("--device", default=None)
