@@ -296,7 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("target", metavar="GRID.toml|show")
     s.add_argument("db_pos", nargs="?", metavar="DB", help="with show: the sweep database")
     s.add_argument("--db", default=None, help="result store (default: sweep.db beside the grid file)")
-    s.add_argument("--inits", type=int, default=None)
+    s.add_argument("--inits", type=int, default=None, help="inits per point (with --rel-se: the first round)")
+    s.add_argument("--rel-se", type=float, default=None, metavar="R",
+                   help="add chunks of inits to each point until SE/gamma_hat <= R at the output, R in (0, 1)")
+    s.add_argument("--max-inits", type=int, default=None, metavar="M",
+                   help="with --rel-se: the cap on each point's inits (default 10000); reaching it unmet is stored")
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
     mode.add_argument("--thorough", dest="mode", action="store_const", const="thorough")

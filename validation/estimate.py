@@ -14,8 +14,8 @@ the one with the smallest predicted CPU time to the target, seconds/unit × unit
 relative variance / rel_se²), runs on from its pilot in rounds (each sized from the SE so far, ×1.1: ``stats.grow``,
 the rule ``igbsym probe --rel-se`` and sweeps share) until the relative SE is at most ``rel_se``. Reported: value,
 SE, units used, the estimator and why, CPU seconds (pilots included). γ = 0 exactly (odd φ on symmetric data) has
-no relative SE: where the chosen pilot's γ̂ is within 2 SE of 0 the target is the absolute SE ``rel_se`` for the
-whole run (stated in the result).
+no relative SE: from the first round (the pilot included) whose γ̂ is within 2 SE of 0 the target is the absolute SE
+``rel_se`` (``stats.absolute_target``, one way; stated in the result).
 """
 from __future__ import annotations
 

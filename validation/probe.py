@@ -61,7 +61,8 @@ from . import datasets, models
 from .device import resolve_device
 from .estimators import rao_blackwell_units
 from .seeding import DROPOUT, WEIGHTS, derive_seed
-from .stats import Estimate, check_rel_se, gamma_estimate, grow, gamma_units, jitter_g0, ks_test, ratio_estimate
+from .stats import (MAX_INITS, Estimate, check_rel_se, gamma_estimate, gamma_units, grow, jitter_g0, ks_test,
+                    ratio_estimate)
 
 DEFAULT_BATCH = 256
 _ELEM_BUDGET = 1 << 24              # elements of the largest per-point activation × batch × init group
@@ -69,7 +70,6 @@ _MAX_GROUP = 64
 _STOCHASTIC = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 ESTIMATORS = ("auto", "plain", "rao-blackwell")
 PATHS = ("auto", "vmap", "loop")
-MAX_INITS = 10_000                  # the default cap of the rounds with rel_se
 
 
 @dataclass
