@@ -1,5 +1,5 @@
 """``--rel-se`` (issue 47, the API contract): the shared rule ``stats.next_round`` / ``stats.grow``, ``probe(...,
-rel_se=R)`` and ``igbsym probe --rel-se``, ``igbsym sweep --rel-se``.
+rel_se=R)`` and ``igbsym probe --rel-se``, ``igbsym sweep --rel-se`` (one process and two torchrun ranks).
 
 Expected values come from independent routes: the round sizes by hand from SE ∝ 1/√n; a run grown to n inits
 against one plain run of n inits (the same per-init (seed, i) seeding, so the units and γ̂ are identical); a sweep
@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +27,7 @@ from igbsym.validation.probe import probe
 from igbsym.validation.stats import MAX_INITS, Estimate, grow, next_round, ratio_estimate
 
 torch.set_num_threads(1)
+ROOT = str(Path(__file__).resolve().parents[1])
 BAD_R = ("0", "1", "nan", "-0.5", "inf", "1.5")
 
 
@@ -196,3 +201,24 @@ def test_sweep_rel_se_cap_and_bad_input(tmp_path, capsys):
     assert main(["sweep", str(grid), "--db", str(tmp_path / "bad.db")]) == 2
     assert "run.rel_se" in capsys.readouterr().err
     assert not (tmp_path / "bad.db").exists()
+
+
+def test_sweep_rel_se_two_ranks_equal_one(tmp_path):
+    """torchrun with 2 ranks: the rounds are decided on rank 0 and broadcast; chunks and results are bit-identical
+    to one process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p),
+           "IGBSYM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    grid = tmp_path / "g.toml"
+    grid.write_text(GRID.replace('activation = ["relu"]', 'activation = ["relu", "tanh"]'))
+    one, two = tmp_path / "one.db", tmp_path / "two.db"
+    assert main(["sweep", str(grid), "--db", str(one), "--rel-se", "0.1", "--max-inits", "2000"]) == 0
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           "-m", "igbsym", "sweep", str(grid), "--db", str(two), "--rel-se", "0.1", "--max-inits",
+                           "2000"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _results(one) == _results(two) and len(_results(one)) == 2
+    con = [sqlite3.connect(f"file:{db}?mode=ro", uri=True) for db in (one, two)]
+    rows = [c.execute("SELECT point, idx, data FROM chunks ORDER BY point, idx").fetchall() for c in con]
+    for c in con:
+        c.close()
+    assert rows[0] == rows[1] and len(rows[0]) > 4
