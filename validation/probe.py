@@ -36,10 +36,10 @@ layers=True, progress=None, zero_bias=False, estimator='auto', path='auto', rel_
   Var_W(mean)/E Var_χ (centred over inits, 1/D-corrected) per module.
 - Target SE (``rel_se`` R in (0, 1)): ``n_inits`` is the first round, rounded up to whole groups of inits; then
   rounds grow the run (``stats.grow``: to 1.1 × n × (achieved/R)² inits, SE ∝ 1/√n, in whole groups) until
-  SE/|γ̂| <= R (an absolute SE <= R where the first round's γ̂ is within 2 SE of 0) or ``max_inits`` (default
-  ``MAX_INITS``) is reached. Init i is still seeded by (seed, i) and run in the same group as in one plain run of
-  the final count (the group size depends on the cap, not on the round), so the result for n inits is that of
-  ``probe(..., n)``. ``ProbeResult.precision``: the target, the achieved SE, met or not, inits used, the cap and
+  SE/|γ̂| <= R (an absolute SE <= R from the first round whose γ̂ is within 2 SE of 0) or ``max_inits``
+  (default ``MAX_INITS``) is reached. Init i is still seeded by (seed, i) and run in the same group as in one
+  plain run of the final count (the group size depends on the cap, not on the round), so the result for n inits is
+  that of ``probe(..., n)``. ``ProbeResult.precision``: the target, the achieved SE, met or not, inits used, the cap and
   the rounds; an unmet target at the cap is one line of the summary and ``met: false`` in ``to_dict``.
 """
 from __future__ import annotations
