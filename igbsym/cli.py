@@ -296,7 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("target", metavar="GRID.toml|show")
     s.add_argument("db_pos", nargs="?", metavar="DB", help="with show: the sweep database")
     s.add_argument("--db", default=None, help="result store (default: sweep.db beside the grid file)")
-    s.add_argument("--inits", type=int, default=None)
+    s.add_argument("--inits", type=int, default=None, help="inits per point (with --rel-se: the first round)")
+    s.add_argument("--rel-se", type=float, default=None, metavar="R",
+                   help="add chunks of inits to each point until SE/gamma_hat <= R at the output, R in (0, 1)")
+    s.add_argument("--max-inits", type=int, default=None, metavar="M",
+                   help="with --rel-se: the cap on each point's inits (default 10000); reaching it unmet is stored")
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
     mode.add_argument("--thorough", dest="mode", action="store_const", const="thorough")
@@ -308,7 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("probe", help="IGB of any torch model at initialisation on given data")
     s.add_argument("--model", required=True, help="built-in name or module.path:factory")
     s.add_argument("--data", required=True, help="digits, digits-parity, gaussian[:SHAPE[:D]], or a .npy/.pt file")
-    s.add_argument("--inits", type=int, default=100)
+    s.add_argument("--inits", type=int, default=100, help="initialisations (with --rel-se: the first round)")
+    s.add_argument("--rel-se", type=float, default=None, metavar="R",
+                   help="add inits in rounds until SE/gamma_hat <= R, R in (0, 1) (SE <= R where gamma is 0 within "
+                   "2 SE)")
+    s.add_argument("--max-inits", type=int, default=None, metavar="M",
+                   help="with --rel-se: the cap on the inits (default 10000); reaching it unmet is reported")
     s.add_argument("--classes", type=int, default=None, help="outputs of a built-in model; macro-classes = label mod C")
     s.add_argument("--zero-bias", action="store_true")
     s.add_argument("--device", default=None)

@@ -11,14 +11,14 @@ A pilot of each valid candidate (``PILOT``; with the estimator free, the chain w
 ``chain.POINTS_TRIED``: more points average more pairs per draw of the weights at P² the cost; the choice then
 depends on the machine's timings, a named estimator is reproducible) measures its CPU seconds and relative variance;
 the one with the smallest predicted CPU time to the target, seconds/unit × units needed (units needed =
-relative variance / rel_se²), runs on from its pilot in rounds (each sized from the SE so far, ×1.1) until the
-relative SE is at most ``rel_se``. Reported: value, SE, units used, the estimator and why, CPU seconds (pilots
-included). γ = 0 exactly (odd φ on symmetric data) has no relative SE: where the chosen pilot's γ̂ is within 2 SE of
-0 the target is the absolute SE ``rel_se`` for the whole run (stated in the result).
+relative variance / rel_se²), runs on from its pilot in rounds (each sized from the SE so far, ×1.1: ``stats.grow``,
+the rule ``igbsym probe --rel-se`` and sweeps share) until the relative SE is at most ``rel_se``. Reported: value,
+SE, units used, the estimator and why, CPU seconds (pilots included). γ = 0 exactly (odd φ on symmetric data) has
+no relative SE: from the first round (the pilot included) whose γ̂ is within 2 SE of 0 the target is the absolute SE
+``rel_se`` (``stats.absolute_target``, one way; stated in the result).
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -29,7 +29,7 @@ from igbsym.errors import InputError, NumericalError
 
 from .chain import POINTS_TRIED, applies, run_chains
 from .estimators import penultimate, rao_blackwell_units
-from .stats import Estimate, ratio_estimate
+from .stats import Estimate, absolute_target, check_rel_se, grow, next_round, ratio_estimate
 
 PILOT = {"exact-chain": 256, "rao-blackwell": 8}   # units per pilot
 FRESH_POINTS = 128                                  # fresh Gaussian points per init of the simulator route
@@ -63,7 +63,7 @@ class GammaEstimate:
 
 
 class _Route:
-    """Units (a, b) [n, layers] in rounds: ``more(n)`` appends n units."""
+    """Units (a, b) [n, layers] in rounds: ``more(n)`` appends n units, ``run_to(n)`` runs to n in all."""
 
     def __init__(self, name, spec, data, seed, n_data=None, points=None):
         self.name, self.spec, self.data, self.seed, self.n_data, self.points = name, spec, data, seed, n_data, points
@@ -80,6 +80,12 @@ class _Route:
         self.a = a if self.a is None else np.vstack([self.a, a])
         self.b = b if self.b is None else np.vstack([self.b, b])
         self.seconds += time.process_time() - t0
+
+    def run_to(self, n):
+        """Units 0 … n − 1 in all (``stats.grow``)."""
+        have = 0 if self.a is None else self.a.shape[0]
+        if n > have:
+            self.more(n - have)
 
     def estimate(self, col=-1) -> Estimate:
         est = ratio_estimate(self.a[:, col], self.b[:, col])
@@ -105,22 +111,12 @@ def candidates(spec, data) -> dict:
     return out
 
 
-def _rel(est, rel_se, absolute=None):
-    """(relative SE, target met) — the absolute SE where γ̂ is 0 within 2 SE (``absolute``: that mode, decided once
-    on the pilot, so a zero γ does not flip to a relative target on a 2-SE excursion)."""
-    if absolute if absolute is not None else abs(est.value) <= 2 * est.se:
-        return est.se, est.se <= rel_se
-    r = est.se / abs(est.value)
-    return r, r <= rel_se
-
-
 def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progress=None,
                    estimator: str | None = None, n_data: int | None = None) -> GammaEstimate:
     """γ̂ of ``spec`` (an ``igbsym.spec.Spec`` with finite widths) to relative SE ``rel_se`` (module docstring);
     ``estimator``: run that one (no pilot of the others), e.g. 'exact-chain' for its per-layer values; ``n_data``:
     with BatchNorm, the dataset size whose within-batch pairs the chain counts (None: infinitely many points)."""
-    if not (isinstance(rel_se, (int, float)) and 0 < rel_se < 1):
-        raise InputError(f"estimate_gamma: rel_se must be in (0, 1), got {rel_se!r}")
+    rel_se = check_rel_se(rel_se, "estimate_gamma")
     if spec.d_in is None or any(w is None for w in spec.widths):
         raise InputError("estimate_gamma: the spec needs a finite d_in and finite widths (N = inf: igbsym predict)")
     if data is not None and not (isinstance(data, torch.Tensor) and data.dim() == 2 and data.shape[1] == spec.d_in):
@@ -141,29 +137,19 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
                            else (None,)):
                 r = _Route(name, spec, data, seed, n_data, points)
                 r.more(PILOT[name])
-                rel, _ = _rel(r.estimate(), rel_se)
+                pilot = r.estimate()
+                rel = next_round(pilot, PILOT[name], rel_se, MAX_UNITS[name], absolute_target(pilot)).achieved
                 need = max(PILOT[name], PILOT[name] * (rel / rel_se) ** 2)
                 key = name if points is None else f"{name} ({points} points)"
                 routes[key], cost[key] = r, r.seconds / PILOT[name] * need
     pick = min(cost, key=cost.get)
     r, best = routes[pick], routes[pick].name
-    pilot = r.estimate()
-    absolute = abs(pilot.value) <= 2 * pilot.se
     reason = "; ".join([f"{k}: predicted {v:.3g} CPU s" for k, v in cost.items()]
                        + [f"{k}: {v}" for k, v in valid.items() if v is not None])
-    while True:
-        est = r.estimate()
-        rel, done = _rel(est, rel_se, absolute)
-        if done:
-            break
-        n = r.a.shape[0]
-        need = int(math.ceil(n * 1.1 * (rel / rel_se) ** 2))
-        if need > MAX_UNITS[best]:
-            raise NumericalError(f"estimate_gamma: {best} at relative SE {rel:.3g} after {n} units needs {need} "
-                                 f"for {rel_se:g}, more than {MAX_UNITS[best]}")
-        r.more(need - n)
-        if progress is not None:
-            progress(best, r.a.shape[0], rel)
+    est, p = grow(r.run_to, r.estimate, rel_se, r.a.shape[0], MAX_UNITS[best],
+                  progress=None if progress is None else lambda p: progress(best, p.n, p.achieved), strict=True)
+    if not p.met:
+        raise NumericalError(f"estimate_gamma: {best} at {p.target} SE {p.achieved:.3g} after {p.n} units needs "
+                             f"{p.need} for {rel_se:g}, more than {MAX_UNITS[best]}")
     layers = [r.estimate(j) for j in range(r.a.shape[1])] if best == "exact-chain" else []
-    return GammaEstimate(est, best, r.a.shape[0], time.process_time() - t0, reason, layers,
-                         "absolute" if absolute else "relative")
+    return GammaEstimate(est, best, r.a.shape[0], time.process_time() - t0, reason, layers, p.target)

@@ -6,6 +6,8 @@ A grid file has three tables::
     seed = 0                   # init i of every point is seeded by (seed, i) alone (validation/simulate.py)
     inits = 64                 # initialisations per point (--inits overrides; --thorough multiplies by 4)
     chunk = 16                 # inits per checkpointed chunk (the unit of resume and of sharding over ranks)
+    # rel_se = 0.02            # optional (--rel-se): inits is then the first round, rounded up to whole chunks;
+    # max_inits = 4096         # chunks are added until SE/|γ̂| <= rel_se at the output or max_inits (--max-inits)
 
     [fixed]                    # settings shared by every point
     width = 128
@@ -36,6 +38,7 @@ from igbsym.spec import NORMS as NORM_NAMES
 
 from .estimators import ESTIMATORS
 from .simulate import ACTIVATIONS, DATA_LAWS, WEIGHT_LAWS, NetSpec
+from .stats import MAX_INITS
 
 RUN_KEYS = {"seed": 0, "inits": 64, "chunk": 16}
 DEFAULTS = {"width": 64, "depth": 1, "n_data": 1024, "data_law": "gaussian", "fresh_data": False,
@@ -76,7 +79,9 @@ KINDS = {
 RUN_KINDS = {"seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                       "a non-negative integer"),
              "inits": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2"),
-             "chunk": (_pos_int, "a positive integer")}
+             "chunk": (_pos_int, "a positive integer"),
+             "rel_se": (lambda v: _number(v) and 0 < v < 1, "a number in (0, 1)"),
+             "max_inits": (lambda v: _pos_int(v) and v >= 2, "an integer >= 2 (with rel_se)")}
 TABLES = ("run", "fixed", "axes")
 
 
@@ -141,8 +146,10 @@ def spec_of(config: dict) -> NetSpec:
                       if k in NETSPEC_KEYS})
 
 
-def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
-    """Read and validate a grid file; every error is one line naming the key (or line) and what is allowed."""
+def load(path, inits: int | None = None, mode: str = "quick", rel_se: float | None = None,
+         max_inits: int | None = None) -> Grid:
+    """Read and validate a grid file (``inits``, ``rel_se``, ``max_inits``: the command line's overrides of [run]);
+    every error is one line naming the key (or line) and what is allowed."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
@@ -166,6 +173,18 @@ def load(path, inits: int | None = None, mode: str = "quick") -> Grid:
         run["inits"] = inits
     elif mode == "thorough":
         run["inits"] *= 4
+    for key, value in (("rel_se", rel_se), ("max_inits", max_inits)):
+        if value is not None:
+            _check(path, "--" + key.replace("_", "-"), key, value, RUN_KINDS)
+            run[key] = value
+    if run.get("rel_se") is None:
+        if run.get("max_inits") is not None:
+            _fail(path, "max_inits caps the rounds of rel_se; allowed: with rel_se (or --rel-se) only")
+    else:
+        run.setdefault("max_inits", MAX_INITS)
+        if run["max_inits"] < run["inits"]:
+            _fail(path, f"max_inits = {run['max_inits']} is below inits = {run['inits']}; allowed: max_inits >= "
+                  "inits (the first round)")
     fixed = raw.get("fixed", {})
     axes = raw.get("axes", {})
     allowed = ", ".join(KINDS)

@@ -4,7 +4,8 @@ igb-initial-guessing-bias.txt App. I (Secs. I.1–I.4) measures IGB in CNNs, a R
 module measures it for any ``nn.Module``:
 
 ``probe(model, data, n_inits, *, labels=None, classes=None, init=None, seed=0, device=None, batch_size=None,
-layers=True, progress=None, zero_bias=False, estimator='auto', path='auto') -> ProbeResult``
+layers=True, progress=None, zero_bias=False, estimator='auto', path='auto', rel_se=None, max_inits=None)
+-> ProbeResult``
 
 - ``model``: an ``nn.Module`` re-initialised for init i by calling ``reset_parameters()`` (or the private
   ``_reset_parameters()`` of e.g. ``nn.MultiheadAttention``) of every submodule, in ``modules()`` order, with the
@@ -33,6 +34,13 @@ layers=True, progress=None, zero_bias=False, estimator='auto', path='auto') -> P
   the fit). The regime is ``igbsym.law.regime(γ̂)``. ``layers``: forward hooks on every module called once whose
   tensor output is not just a child's output give per-unit data means/variances and the γ-like ratio
   Var_W(mean)/E Var_χ (centred over inits, 1/D-corrected) per module.
+- Target SE (``rel_se`` R in (0, 1)): ``n_inits`` is the first round, rounded up to whole groups of inits; then
+  rounds grow the run (``stats.grow``: to 1.1 × n × (achieved/R)² inits, SE ∝ 1/√n, in whole groups) until
+  SE/|γ̂| <= R (an absolute SE <= R from the first round whose γ̂ is within 2 SE of 0) or ``max_inits``
+  (default ``MAX_INITS``) is reached. Init i is still seeded by (seed, i) and run in the same group as in one
+  plain run of the final count (the group size depends on the cap, not on the round), so the result for n inits is
+  that of ``probe(..., n)``. ``ProbeResult.precision``: the target, the achieved SE, met or not, inits used, the cap and
+  the rounds; an unmet target at the cap is one line of the summary and ``met: false`` in ``to_dict``.
 """
 from __future__ import annotations
 
@@ -53,7 +61,8 @@ from . import datasets, models
 from .device import resolve_device
 from .estimators import rao_blackwell_units
 from .seeding import DROPOUT, WEIGHTS, derive_seed
-from .stats import Estimate, gamma_estimate, gamma_units, jitter_g0, ks_test, ratio_estimate
+from .stats import (MAX_INITS, Estimate, check_rel_se, gamma_estimate, gamma_units, grow, jitter_g0, ks_test,
+                    ratio_estimate)
 
 DEFAULT_BATCH = 256
 _ELEM_BUDGET = 1 << 24              # elements of the largest per-point activation × batch × init group
@@ -101,6 +110,7 @@ class ProbeResult:
     device: str = "cpu"
     seconds: float = 0.0
     units: dict = field(default_factory=dict)   # estimator -> per-init (a_i, b_i), for paired comparisons
+    precision: dict | None = None               # with rel_se: the target, achieved SE, met, inits, cap, rounds
 
     @property
     def g0(self) -> torch.Tensor:
@@ -126,19 +136,26 @@ class ProbeResult:
                     layers=[dict(name=l.name, kind=l.kind, units=l.mean.shape[1], gamma=est(l.gamma))
                             for l in self.layers],
                     label_frac=None if self.label_frac is None else self.label_frac.mean(0).tolist(),
-                    notes=self.notes, device=self.device, seconds=self.seconds)
+                    notes=self.notes, device=self.device, seconds=self.seconds, precision=self.precision)
 
     def summary(self) -> str:
         ratio = (f"; variance ratio plain/RB = {(self.gamma_plain.se / self.gamma_rb.se) ** 2:.3g}"
                  if self.gamma_rb is not None and self.gamma_rb.se > 0 else "")
-        lines = [f"gamma = {self.gamma.value:.4g} ± {self.gamma.se:.2g} ({self.estimator}; {self.estimator_note})",
-                 f"plain estimator: {self.gamma_plain}" + ratio,
-                 f"regime: {self.regime}; mean over inits of the largest class fraction max_c G_c = "
-                 f"{float(self.frac.max(1).values.mean()):.3f}",
-                 "KS of G0 vs f_G0(gamma_hat): " + (f"D_n = {self.ks[0]:.4f}, p = {self.ks[1]:.3g}" if self.ks
-                                                     else "-") + f" ({self.ks_note})",
-                 f"{self.n_inits} inits × {self.n_data} points, {self.n_classes} outputs, path {self.path} "
-                 f"({self.path_note}), {self.device}, {self.seconds:.1f} s"]
+        lines = [f"gamma = {self.gamma.value:.4g} ± {self.gamma.se:.2g} ({self.estimator}; {self.estimator_note})"]
+        if self.precision is not None:
+            p = self.precision
+            lines.append(f"precision: {p['target']} SE {p['achieved']:.3g} "
+                         + (f"<= {p['rel_se']:g} after {p['inits']} inits" if p["met"] else
+                            f"> {p['rel_se']:g}: TARGET NOT MET at the cap of {p['max_inits']} inits (the SE "
+                            f"asks for {p['need']})")
+                         + f"; rounds: {', '.join(map(str, p['rounds']))} inits")
+        lines += [f"plain estimator: {self.gamma_plain}" + ratio,
+                  f"regime: {self.regime}; mean over inits of the largest class fraction max_c G_c = "
+                  f"{float(self.frac.max(1).values.mean()):.3f}",
+                  "KS of G0 vs f_G0(gamma_hat): " + (f"D_n = {self.ks[0]:.4f}, p = {self.ks[1]:.3g}" if self.ks
+                                                      else "-") + f" ({self.ks_note})",
+                  f"{self.n_inits} inits × {self.n_data} points, {self.n_classes} outputs, path {self.path} "
+                  f"({self.path_note}), {self.device}, {self.seconds:.1f} s"]
         if self.layers:
             lines.append("per-module gamma-like ratio Var_W(mean)/E Var_x:")
             lines += [f"  {l.name:<28} {l.kind:<24} units {l.mean.shape[1]:>6}  "
@@ -363,10 +380,21 @@ def macro_classes(labels, classes):
 
 def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, seed: int = 0, device=None,
           batch_size: int | None = None, layers=True, progress=None, zero_bias: bool = False,
-          estimator: str = "auto", path: str = "auto") -> ProbeResult:
-    """Measure the initial guessing bias of ``model`` on ``data`` over ``n_inits`` initialisations (module doc)."""
+          estimator: str = "auto", path: str = "auto", rel_se: float | None = None,
+          max_inits: int | None = None) -> ProbeResult:
+    """Measure the initial guessing bias of ``model`` on ``data`` over ``n_inits`` initialisations (module doc);
+    with ``rel_se`` R, ``n_inits`` is the first round and inits are added in rounds until SE/|γ̂| <= R or
+    ``max_inits`` (default ``MAX_INITS``) is reached (module docstring, "Target SE")."""
     t0 = time.perf_counter()
     _check_args(n_inits, seed, batch_size, estimator, path, layers)
+    cap = n_inits
+    if rel_se is not None:
+        rel_se = check_rel_se(rel_se, "probe")
+        cap = MAX_INITS if max_inits is None else max_inits
+        if not isinstance(cap, (int, np.integer)) or isinstance(cap, bool) or cap < n_inits:
+            raise InputError(f"probe: max_inits must be an integer >= n_inits = {n_inits}, got {cap!r}")
+    elif max_inits is not None:
+        raise InputError("probe: max_inits caps the rounds of rel_se; give rel_se too")
     ds = datasets.load(data, labels, seed)
     x_all, n_data = ds.data, ds.data.shape[0]
     lab_all, n_labels = macro_classes(ds.labels, classes)
@@ -387,36 +415,40 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
     use_rb = head is not None and estimator != "plain"
     per_point = max([outs[m][0][0].numel() for m in names if isinstance(outs.get(m, (None,))[0], torch.Tensor)]
                     + [x0[0].numel()])
-    group = max(1, min(_MAX_GROUP, n_inits, _ELEM_BUDGET // (batch * per_point)))
+    # the group size depends on the cap, not the round, so rounds of whole groups run init i in the same group
+    # (the same vmapped shapes) as one plain run of the final count
+    group = max(1, min(_MAX_GROUP, cap, _ELEM_BUDGET // (batch * per_point)))
     fn = _Fn(base, hooked, head if use_rb else None, n_classes, n_labels)
     stochastic = _stochastic(base)
-    path_used, path_note = _choose_path(path, stochastic)
+    how = dict(zip(("path", "note"), _choose_path(path, stochastic)))
     chunks = [(s, min(n_data, s + batch)) for s in range(0, n_data, batch)]
-    parts, done = [], 0
-    try:
-        for g0 in range(0, n_inits, group):
-            idx = range(g0, min(n_inits, g0 + group))
+    parts, done = [], [0]
+
+    def run_to(n_total):
+        """Inits len(so far) … n_total − 1, in groups of ``group`` from init 0."""
+        for g0 in range(sum(p["s1"].shape[0] for p in parts), n_total, group):
+            idx = range(g0, min(n_total, g0 + group))
             params, buffers = _stack([inits.state(i) for i in idx], device)
             acc = {}
             for k, (a, b) in enumerate(chunks):
                 x = x_all[a:b].to(device)
                 lab = lab_all[a:b].to(device) if lab_all is not None else None
-                if path_used == "vmap":
+                if how["path"] == "vmap":
                     try:
                         with torch.no_grad():
                             res = torch.func.vmap(fn, in_dims=(0, 0, None, None))(params, buffers, x, lab)
                     except Exception as exc:
                         if path != "auto" or g0 or k:
                             raise
-                        path_used = "loop"
-                        path_note = f"vmap failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]})"
-                if path_used == "loop":
+                        how["path"] = "loop"
+                        how["note"] = f"vmap failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]})"
+                if how["path"] == "loop":
                     res = _loop(fn, params, buffers, x, lab, idx, k, len(chunks), seed, bool(stochastic))
                 for key, v in res.items():
                     acc[key] = acc[key] + v if key in acc else v
-                done += len(idx) * (b - a)
+                done[0] += len(idx) * (b - a)
                 if progress is not None:
-                    progress(done / (n_inits * n_data))
+                    progress(min(1.0, done[0] / (n_total * n_data)))
             acc = {k: v.cpu() for k, v in acc.items()}
             if use_rb:
                 w = params[f"{head}.weight"].double()
@@ -424,10 +456,32 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
                 bias = params.get(f"{head}.bias")
                 acc["__b2"] = None if bias is None else (bias.double() ** 2).mean(1).cpu()
             parts.append(acc)
+
+    def result():
+        n = sum(p["s1"].shape[0] for p in parts)
+        return _result(parts, n_data, n, seed, use_rb, estimator, head, hooked, how["path"], how["note"],
+                       inits.notes + _mode_notes(base, stochastic, batch), str(device), t0)
+
+    try:
+        if rel_se is None:
+            run_to(n_inits)
+            return result()
+        start = min(cap, group * -(-n_inits // group))
+        rounds = []
+        _, prec = grow(run_to, lambda: _gamma(rounds, result()), rel_se, start, cap, step=group)
     finally:
         fn.close()
-    return _result(parts, n_data, n_inits, seed, use_rb, estimator, head, hooked, path_used, path_note,
-                   inits.notes + _mode_notes(base, stochastic, batch), str(device), t0)
+    res = rounds[-1]
+    res.precision = dict(rel_se=rel_se, target=prec.target, achieved=prec.achieved, met=prec.met,
+                         inits=res.n_inits, max_inits=cap, need=prec.need, rounds=[r.n_inits for r in rounds])
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _gamma(rounds, res):
+    """``grow``'s estimate: the round's γ̂, its result kept (the last one is returned)."""
+    rounds.append(res)
+    return res.gamma
 
 
 def _choose_path(path, stochastic):

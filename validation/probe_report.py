@@ -22,11 +22,14 @@ from .models import resolve_model
 
 def run(args) -> int:
     """Entry point of ``igbsym probe`` (args: model, data, inits, classes, zero_bias, device, json, report, seed,
-    batch_size)."""
+    batch_size, rel_se, max_inits)."""
     import torch
     from tqdm import tqdm
 
     from .probe import probe
+    from .stats import check_rel_se
+    if args.rel_se is not None:
+        check_rel_se(args.rel_se, "probe --rel-se")   # before the data are loaded
     threads = os.environ.get("IGBSYM_THREADS", "1")
     if not threads.isdigit() or int(threads) < 1:
         raise InputError(f"IGBSYM_THREADS must be a positive integer, got {threads!r}")
@@ -45,7 +48,8 @@ def run(args) -> int:
 
     try:
         res = probe(model, ds, args.inits, classes=args.classes if ds.labels is not None else None, seed=args.seed,
-                    device=args.device, batch_size=args.batch_size, zero_bias=args.zero_bias, progress=progress)
+                    device=args.device, batch_size=args.batch_size, zero_bias=args.zero_bias, progress=progress,
+                    rel_se=args.rel_se, max_inits=args.max_inits)
     finally:
         for bar in bars:
             bar.close()

@@ -162,3 +162,73 @@ def pdf_chi2(samples, pdf, n_bins: int = 30, lo: float = -math.inf, hi: float = 
         return math.inf, 0.0, n_bins - 1
     stat = float(((counts - n * probs) ** 2 / (n * probs)).sum())
     return stat, float(sps.chi2.sf(stat, n_bins - 1)), n_bins - 1
+
+
+# --------------------------------------------------------------------------------------------- a target SE
+GROWTH = 1.1         # each round runs to 1.1 × the units the SE so far says are needed (SE ∝ 1/√n)
+MAX_INITS = 10_000   # the default cap on the inits of probe / sweep --rel-se
+
+
+def check_rel_se(rel_se, who: str) -> float:
+    """``rel_se`` as a float in (0, 1) or one InputError line (NaN, ±inf, <= 0, >= 1, a non-number)."""
+    if isinstance(rel_se, bool) or not isinstance(rel_se, (int, float, np.floating)) or not 0 < rel_se < 1:
+        raise InputError(f"{who}: rel_se = {rel_se!r} is not allowed; allowed: a number in (0, 1)")
+    return float(rel_se)
+
+
+def absolute_target(est: Estimate, before: bool | None = None) -> bool:
+    """γ̂ within 2 SE of 0 (odd φ on symmetric data: γ = 0) has no relative SE; the target is then the absolute SE.
+    ``before``: the previous round's mode. The switch is one way (relative → absolute, never back), so a zero γ
+    does not flip to a relative target on a 2-SE excursion, and a small first round whose γ̂ of a zero γ happened
+    to lie beyond 2 SE (its SE is noisy too) does not chase a relative SE it cannot reach."""
+    return bool(before) or abs(est.value) <= 2 * est.se
+
+
+@dataclass
+class Precision:
+    """Where a run of ``n`` units stands against its target ``rel_se`` (``next_round``): ``achieved`` is SE/|γ̂|
+    (``target`` 'relative') or SE ('absolute'); ``next`` the unit count to run to, None when ``met`` or at the ``cap``;
+    ``need`` the count the SE so far asks for (> cap: the target is out of reach within the cap)."""
+
+    achieved: float
+    met: bool
+    n: int
+    next: int | None
+    need: int
+    target: str
+    rel_se: float
+
+
+def next_round(est: Estimate, n: int, rel_se: float, cap: int, absolute: bool, step: int = 1) -> Precision:
+    """The one "grow until the target SE" rule (probe, sweeps, ``estimate_gamma``): met where the achieved SE is at
+    most ``rel_se``; else run to ``GROWTH`` × n × (achieved/rel_se)² units (SE ∝ 1/√n), rounded up to a multiple of
+    ``step`` (whole chunks or init groups) and clipped to ``cap``; at the cap the run stops unmet. The rule reads only
+    the estimate, never a clock, so a run is reproducible for its seed."""
+    achieved = est.se if absolute else est.se / abs(est.value)
+    target = "absolute" if absolute else "relative"
+    if achieved <= rel_se:
+        return Precision(achieved, True, n, None, n, target, rel_se)
+    need = int(math.ceil(n * GROWTH * (achieved / rel_se) ** 2))
+    need = step * -(-need // step)
+    return Precision(achieved, False, n, None if n >= cap else min(cap, need), need, target, rel_se)
+
+
+def grow(run_to, estimate, rel_se: float, start: int, cap: int, step: int = 1, progress=None,
+         strict: bool = False) -> tuple:
+    """Run ``run_to(start)``, then rounds ``run_to(next)`` (``next_round``) until the target is met or the cap is
+    reached; ``run_to(n)`` brings the run to n units in total (units 0 … n − 1, so the result for n units is that of
+    one run of n), ``estimate()`` the Estimate of the units so far; the target mode switches one way
+    (``absolute_target``). ``strict``: stop as soon as the SE asks for more than the cap (instead of running to it).
+    ``progress(precision)`` after each round but the first. Returns (Estimate, Precision)."""
+    absolute = None
+    run_to(start)
+    n, est = start, estimate()
+    while True:
+        absolute = absolute_target(est, absolute)
+        p = next_round(est, n, rel_se, cap, absolute, step)
+        if progress is not None and n > start:
+            progress(p)
+        if p.next is None or (strict and p.need > cap):
+            return est, p
+        run_to(p.next)
+        n, est = p.next, estimate()

@@ -3,7 +3,9 @@
 Tables
 ------
 ``points``  one row per point, keyed by ``point_key`` = SHA-256 of (canonical point config, seed, inits, chunk,
-            estimator, igbsym version). ``result`` (JSON) is filled once every chunk is in.
+            estimator, igbsym version; with --rel-se the target and the first round, inits being the cap).
+            ``result`` (JSON) is filled once every chunk is in (with --rel-se: once the target is met or the cap
+            reached).
 ``chunks``  the checkpoint: per chunk of inits, the per-init estimator units (float64, [n, F] row-major bytes).
             Primary key (point, idx) with ``INSERT OR IGNORE``: a chunk written twice (a resumed run, two
             concurrent sweeps) is stored once, and both copies are bit-identical because init i is seeded by
@@ -44,10 +46,15 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
-def point_key(config: dict, seed: int, inits: int, chunk: int) -> str:
-    """SHA-256 of the point's full identity (config includes the estimator; the igbsym version is added)."""
+def point_key(config: dict, seed: int, inits: int, chunk: int, rel_se: float | None = None,
+              first: int | None = None) -> str:
+    """SHA-256 of the point's full identity (config includes the estimator; the igbsym version is added). With a
+    target SE ``rel_se`` (validation/sweep.py), ``inits`` is the cap and ``first`` the first round: both decide
+    which inits the point ends with."""
     ident = {"config": config, "seed": seed, "inits": inits, "chunk": chunk, "estimator": config["estimator"],
              "version": igbsym.__version__}
+    if rel_se is not None:
+        ident["rel_se"] = {"target": rel_se, "first": first}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
 
 

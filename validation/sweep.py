@@ -15,6 +15,14 @@ which every rank wrote only its own slot, so the sum is exact (x + 0 = x) and ra
 the K chunks bit-identical to a single-process run. The chunk boundaries do not depend on K, so every init is
 simulated in the same batch as in a single-process run and γ̂ agrees to the last bit.
 
+Target SE (``--rel-se R [--max-inits M]`` or ``rel_se``/``max_inits`` in [run]; ``Plan``): ``inits`` is the first
+round, rounded up to whole chunks; every point then grows by whole chunks (``stats.next_round``: to 1.1 × n ×
+(achieved/R)² inits, the same rule as ``igbsym probe --rel-se`` and ``estimate_gamma``) until its output γ̂ has
+SE/|γ̂| <= R (the SE <= R once γ̂ is 0 within 2 SE) or M inits (default ``stats.MAX_INITS``). Each round is decided
+from the stored units alone, never from timing, so resumed runs, ranks and concurrent writers end every point with
+the same inits and bit-identical results; the key hashes R, the first round and M (as ``inits``). The result adds
+rel_se, rel_se_achieved, rel_se_kind, target_met and max_inits (``summarise``); unmet points are named in one line.
+
 Predictions: ``igbsym.predict.predict`` (the registered ``depth.gamma`` path per layer, ``bn.gamma_canonical``
 under BatchNorm, ``maxpool.gamma`` with pooling) for Gaussian data and Gaussian weights, the infinite-width
 limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged. The judged column
@@ -83,8 +91,11 @@ def prediction(config) -> tuple:
     return [r["gamma"] for r in res["layers"]], forms
 
 
-def summarise(config, seed, fields, units) -> dict:
-    """γ̂ ± SE per layer and at the output, the prediction and z, and the G0 law test (KS vs igb.cdf)."""
+def summarise(config, seed, fields, units, precision=None, cap=None) -> dict:
+    """γ̂ ± SE per layer and at the output, the prediction and z, and the G0 law test (KS vs igb.cdf); with a
+    target SE (``precision``: the ``stats.Precision`` the point stopped at, ``cap``: max_inits) also rel_se (the
+    target), rel_se_achieved, rel_se_kind ('relative', or 'absolute' where γ̂ was 0 within 2 SE), target_met and
+    max_inits; ``inits`` is always the count used."""
     import igbsym
     from igbsym.engine import finite
     from .stats import jitter_g0, ks_test, ratio_estimate
@@ -111,6 +122,9 @@ def summarise(config, seed, fields, units) -> dict:
     g0 = col["g0"]
     out.update(inits=n, layers=layers, source=source, g0_mean=float(g0.mean()), g0_sd=float(g0.std(ddof=1)),
                ks_stat=None, ks_p=None)
+    if precision is not None:
+        out.update(rel_se=precision.rel_se, rel_se_achieved=precision.achieved, rel_se_kind=precision.target,
+                   target_met=precision.met, max_inits=cap)
     if pred is not None and config["n_classes"] == 2 and pred[-1] > 0:
         cdf = igbsym.get("igb.cdf")
         stat, p = ks_test(jitter_g0(g0, config["n_data"], seed), lambda x: cdf.numpy(g=np.clip(x, 0, 1),
@@ -177,71 +191,134 @@ def default_db(grid_path) -> Path:
     return Path(grid_path).resolve().parent / "sweep.db"
 
 
+class Plan:
+    """How far each point runs: a fixed ``inits``, or with ``rel_se`` rounds of whole chunks from ``first`` (the
+    grid's inits rounded up to whole chunks) to ``cap`` (max_inits), each sized by ``stats.next_round`` from the
+    output layer's γ̂ of the stored units. A plan reads only stored units, so a resumed run or a second writer
+    replays the same rounds and ends every point with the same inits."""
+
+    def __init__(self, run: dict):
+        self.seed, self.chunk, self.rel_se = run["seed"], run["chunk"], run.get("rel_se")
+        self.cap = run["inits"] if self.rel_se is None else run["max_inits"]
+        self.first = self.cap if self.rel_se is None else min(self.cap, self.chunk * -(-run["inits"] // self.chunk))
+
+    def key(self, config) -> str:
+        return point_key(config, self.seed, self.cap, self.chunk, self.rel_se,
+                         None if self.rel_se is None else self.first)
+
+    def rows(self, c) -> int:
+        return min(self.chunk, self.cap - c * self.chunk)
+
+    def chunks(self, n) -> range:
+        return range(-(-n // self.chunk))
+
+    def step(self, have, units, fields):
+        """(n, precision): the inits the point runs to next and, once chunks 0 … of n are all in ``have`` and the
+        point is finished there, its Precision (None for a fixed count; False while chunks are missing).
+        ``units()`` reads the point's stored units (ordered by init)."""
+        n = self.first
+        if not set(self.chunks(n)) <= have:
+            return n, False
+        if self.rel_se is None:
+            return n, None
+        from .stats import absolute_target, next_round, ratio_estimate
+        data = units()
+        a, b = fields.index(f"a{(len(fields) - 1) // 2}"), fields.index(f"b{(len(fields) - 1) // 2}")
+        absolute = None
+        while True:
+            est = ratio_estimate(data[:n, a], data[:n, b])
+            absolute = absolute_target(est, absolute)
+            p = next_round(est, n, self.rel_se, self.cap, absolute, self.chunk)
+            if p.next is None:
+                return n, p
+            n = p.next
+            if not set(self.chunks(n)) <= have:
+                return n, False
+
+
 def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     """Simulate every unfinished point of ``grid`` into the store; returns the run summary (rank 0).
 
-    The work list is every missing (point, chunk) pair in grid order; it is dealt to the ranks in rounds of K
-    (one chunk per rank per round), so K ranks stay busy even when a point has fewer than K chunks. After each
-    round rank 0 stores the round's chunks in one transaction and finishes every point whose chunks are all in.
+    The work list is every missing (point, chunk) pair of each point's current round (``Plan``) in grid order; it is
+    dealt to the ranks in rounds of K (one chunk per rank per round), so K ranks stay busy even when a point has
+    fewer than K chunks. After each round rank 0 stores the round's chunks in one transaction and, for every point
+    whose chunks are all in, finishes it or (with rel_se) puts its next round's chunks on the next work list, which
+    it broadcasts.
     """
     from tqdm import tqdm
-    seed, inits, chunk = grid.run["seed"], grid.run["inits"], grid.run["chunk"]
+    plan = Plan(grid.run)
+    seed = plan.seed
     lead = comm.rank == 0
     store = Store(db_path) if lead else None
-    keys = [point_key(p.config, seed, inits, chunk) for p in grid.points]
-    states = None
-    if lead:
-        for key, p in zip(keys, grid.points):
-            store.add_point(key, p.config, p.label, seed, inits, chunk)
-        states = [store.state(k) for k in keys]
-        run_id = store.start_run(grid.path, comm.world, len(keys), sum(done for done, _ in states))
-    states = comm.bcast(states)
-    n_chunks = -(-inits // chunk)
+    keys = [plan.key(p.config) for p in grid.points]
     fields = [unit_fields(len(p.spec.widths)) for p in grid.points]
     width = max(len(f) for f in fields)
-
-    def rows(c):
-        return min(chunk, inits - c * chunk)
-    open_points = [i for i, (done, _) in enumerate(states) if not done]
-    work = [(i, c) for i in open_points for c in range(n_chunks) if c not in states[i][1]]
-    missing = {i: sum(1 for j, _ in work if j == i) for i in open_points}
-    reused = sum(n_chunks - missing[i] for i in open_points)
+    have, open_points, run_id = {}, [], None
+    if lead:
+        for key, p in zip(keys, grid.points):
+            store.add_point(key, p.config, p.label, seed, plan.cap, plan.chunk)
+        states = [store.state(k) for k in keys]
+        run_id = store.start_run(grid.path, comm.world, len(keys), sum(done for done, _ in states))
+        open_points = [i for i, (done, _) in enumerate(states) if not done]
+        have = {i: set(states[i][1]) for i in open_points}
+    n_open = comm.bcast(len(open_points))
     t_start, cpu_start = time.perf_counter(), time.process_time()
     quiet = not (lead and progress)
-    bar_points = tqdm(total=len(keys), initial=len(keys) - len(open_points), desc="sweep points", unit="point",
+    bar_points = tqdm(total=len(keys), initial=len(keys) - n_open, desc="sweep points", unit="point",
                       file=sys.stderr, disable=quiet)
-    bar_inits = tqdm(total=inits * len(keys), initial=inits * len(keys) - sum(rows(c) for _, c in work),
-                     desc="inits", unit="init", file=sys.stderr, disable=quiet, leave=False)
+    bar_inits = tqdm(total=None if plan.rel_se is not None else plan.cap * len(keys), desc="inits", unit="init",
+                     file=sys.stderr, disable=quiet, leave=False)
 
-    def finish(i):
-        if lead:
-            got, data, _ = store.units(keys[i])
-            if data.shape[0] != inits or got != fields[i]:
-                raise RuntimeError(f"sweep: store {db_path} holds {data.shape[0]} of {inits} inits of point {keys[i]}")
-            store.finish(keys[i], summarise(grid.points[i].config, seed, fields[i], data))
+    def advance(i):
+        """Rank 0: finish point i, or the missing chunks of its current round."""
+        n, prec = plan.step(have[i], lambda: store.units(keys[i])[1], fields[i])
+        if prec is False:
+            return [(i, c) for c in plan.chunks(n) if c not in have[i]]
+        got, data, _ = store.units(keys[i])
+        if data.shape[0] < n or got != fields[i] or (prec is None and data.shape[0] != n):
+            raise RuntimeError(f"sweep: store {db_path} holds {data.shape[0]} of {n} inits of point {keys[i]}")
+        store.finish(keys[i], summarise(grid.points[i].config, seed, fields[i], data[:n], prec, plan.cap))
         bar_points.update()
-    if lead and reused:
-        store.count_run(run_id, reused=reused)
-    for i in [i for i in open_points if missing[i] == 0]:      # all chunks in, killed before the summary
-        finish(i)
-    for r0 in range(0, len(work), comm.world):
-        batch = work[r0:r0 + comm.world]
-        mine = None
-        if comm.rank < len(batch):
-            i, c = batch[comm.rank]
-            p = grid.points[i]
-            bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
-            mine = simulate_chunk(p.spec, p.config, seed, c * chunk, rows(c), comm.device)
-        units = comm.gather_units(mine, chunk, width)
-        if lead:
-            store.put_chunks([(keys[i], c, c * chunk, units[j, :rows(c), :len(fields[i])], fields[i])
+        return []
+
+    work, computed, reused = [], 0, sum(len(h) for h in have.values())
+    if lead:
+        bar_inits.update(sum(plan.rows(c) for h in have.values() for c in h)
+                         + (plan.cap * (len(keys) - len(open_points)) if plan.rel_se is None else 0))
+        if reused:
+            store.count_run(run_id, reused=reused)
+        for i in open_points:      # a point with all chunks in (killed before its summary) is finished here
+            work += advance(i)
+    while True:
+        work = comm.bcast(work)
+        if not work:
+            break
+        missing = {}
+        for i, _ in work:
+            missing[i] = missing.get(i, 0) + 1
+        following = []
+        for r0 in range(0, len(work), comm.world):
+            batch = work[r0:r0 + comm.world]
+            mine = None
+            if comm.rank < len(batch):
+                i, c = batch[comm.rank]
+                p = grid.points[i]
+                bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
+                mine = simulate_chunk(p.spec, p.config, seed, c * plan.chunk, plan.rows(c), comm.device)
+            units = comm.gather_units(mine, plan.chunk, width)
+            computed += len(batch)
+            bar_inits.update(sum(plan.rows(c) for _, c in batch))
+            if not lead:
+                continue
+            store.put_chunks([(keys[i], c, c * plan.chunk, units[j, :plan.rows(c), :len(fields[i])], fields[i])
                               for j, (i, c) in enumerate(batch)])
             store.count_run(run_id, computed=len(batch))
-        bar_inits.update(sum(rows(c) for _, c in batch))
-        for i, _ in batch:
-            missing[i] -= 1
-            if missing[i] == 0:
-                finish(i)
+            for i, c in batch:
+                have[i].add(c)
+                missing[i] -= 1
+                if missing[i] == 0:
+                    following += advance(i)
+        work = following
     bar_inits.close()
     bar_points.close()
     if not lead:
@@ -249,15 +326,17 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     store.end_run(run_id, comm.seconds, time.process_time() - cpu_start)
     store.close()
     return {"db": str(db_path), "points": len(keys), "points_done_before": len(keys) - len(open_points),
-            "chunks_computed": len(work), "chunks_reused": reused, "ranks": comm.world,
+            "chunks_computed": computed, "chunks_reused": reused, "ranks": comm.world,
             "seconds": time.perf_counter() - t_start, "collective_seconds": comm.seconds, "run_id": run_id}
 
 
 def cmd_run(args) -> int:
-    """``igbsym sweep GRID.toml [--db FILE] [--inits N] [--quick|--thorough] [--device D]``."""
+    """``igbsym sweep GRID.toml [--db FILE] [--inits N] [--rel-se R [--max-inits M]] [--quick|--thorough]
+    [--device D]``."""
     if args.format is not None or args.plot is not None or args.db_pos is not None:
         raise InputError("sweep: --format, --plot and a second positional belong to 'igbsym sweep show DB'")
-    grid = gridmod.load(args.target, inits=args.inits, mode=args.mode or "quick")   # validates everything
+    grid = gridmod.load(args.target, inits=args.inits, mode=args.mode or "quick",   # validates everything
+                        rel_se=args.rel_se, max_inits=args.max_inits)
     db = Path(args.db) if args.db else default_db(args.target)
     if db.exists() and db.is_dir():
         raise InputError(f"sweep: --db {db} is a directory; allowed: a file path")
@@ -279,11 +358,16 @@ def cmd_run(args) -> int:
         print(f"sweep: {summary['points']} points ({summary['points_done_before']} already done), "
               f"{summary['chunks_computed']} chunks computed, {summary['chunks_reused']} reused from checkpoints, "
               f"{summary['ranks']} rank(s), {summary['seconds']:.1f} s -> {summary['db']}")
-        keys = {point_key(p.config, grid.run["seed"], grid.run["inits"], grid.run["chunk"]) for p in grid.points}
+        keys = {Plan(grid.run).key(p.config) for p in grid.points}
         from .sweep_show import table
         store = Store(db, create=False)
-        print(table([p for p in store.points() if p["key"] in keys]))
+        points = [p for p in store.points() if p["key"] in keys]
+        print(table(points))
         store.close()
+        unmet = [p["key"][:10] for p in points if (p["result"] or {}).get("target_met") is False]
+        if unmet:
+            print(f"sweep: {len(unmet)} point(s) reached max_inits = {grid.run['max_inits']} before SE/gamma <= "
+                  f"{grid.run['rel_se']:g} (target_met False): {', '.join(unmet)}")
     return 0
 
 

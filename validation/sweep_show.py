@@ -15,6 +15,7 @@ from .store import Store
 
 FORMATS = ("table", "csv", "json")
 COLUMNS = ("inits", "gamma", "se", "pred", "z", "pred_N", "z_N", "verdict", "ks_p")
+TARGET_COLUMNS = ("rel_se_achieved", "target_met")
 
 
 def _axes(points) -> list:
@@ -26,16 +27,18 @@ def _axes(points) -> list:
 
 
 def rows(points) -> tuple:
-    """(header, rows of strings-or-numbers) for the table and CSV."""
+    """(header, rows of strings-or-numbers) for the table and CSV; ``inits`` is the count a finished point used,
+    and points run to a target SE (--rel-se) add the achieved SE and whether the target was met."""
     axes = _axes(points)
-    header = ["key", *axes, *COLUMNS, "status"]
+    cols = COLUMNS + (TARGET_COLUMNS if any("rel_se" in (p["result"] or {}) for p in points) else ())
+    header = ["key", *axes, *cols, "status"]
     out = []
     for p in points:
         r = p["result"] or {}
         n_chunks = -(-p["inits"] // p["chunk"])
         status = "done" if p["result"] else f"partial {p['chunks']}/{n_chunks} chunks"
         out.append([p["key"][:10], *(p["label"].get(a, "-") for a in axes),
-                    p["inits"], *(r.get(c) for c in COLUMNS[1:]), status])
+                    r.get("inits", p["inits"]), *(r.get(c) for c in cols[1:]), status])
     return header, out
 
 
