@@ -106,19 +106,18 @@ def kernel_path(ops, x) -> list:
     return out
 
 
-@reusable
-def _layer_products(ctx, name, width):
-    """Per op output of the spec-built model at ``width``: per init the layer averages for PAIRS [ops, I, pairs]."""
+def _torch_products(ops, n_inits: int, seed) -> np.ndarray:
+    """Per op output of the spec-built ``ops`` in torch (float64, norms without torch's guard ε: the maps are the
+    norms without it, a relative 1e-5/σ²): per init the layer averages for PAIRS [ops, I, pairs]."""
     x = torch.from_numpy(_points())
-    ops = models.spec_ops(name, width)
     factory = models.SpecFactory(ops, x.shape[1:])
-    torch.manual_seed(seed_for(ctx, "nngp", "layers", name, width))
+    torch.manual_seed(seed)
     rows = []
-    for _ in range(size(ctx, "nngp.layer_inits")):
+    for _ in range(n_inits):
         net = factory(0).double()
         for m in net.modules():
             if isinstance(m, TORCH_NORMS):
-                m.eps = 0.0            # the map is LayerNorm without torch's guard eps (a relative 1e-5/sigma^2)
+                m.eps = 0.0
         h, per = x, []
         with torch.no_grad():
             for mod in net:
@@ -127,6 +126,13 @@ def _layer_products(ctx, name, width):
                 per.append([float(f[a] @ f[b]) / f.shape[1] for a, b in PAIRS])
         rows.append(per)
     return np.array(rows).transpose(1, 0, 2)
+
+
+@reusable
+def _layer_products(ctx, name, width):
+    """``_torch_products`` of the built-in spec model ``name`` at ``width``."""
+    return _torch_products(models.spec_ops(name, width), size(ctx, "nngp.layer_inits"),
+                           seed_for(ctx, "nngp", "layers", name, width))
 
 
 LAYER_MODELS = ("mlp-layernorm", "mlp-residual", "cnn-linear", "cnn-gap")
@@ -279,21 +285,9 @@ def maxpool_ops(width: int, seed: int = 0) -> tuple:
 
 @reusable
 def _maxpool_products(ctx, width):
-    """Per op output of ``maxpool_ops(width)`` in torch: per init the layer averages for PAIRS [ops, I, pairs]."""
-    x = torch.from_numpy(_points())
-    factory = models.SpecFactory(maxpool_ops(width), x.shape[1:])
-    torch.manual_seed(seed_for(ctx, "nngp", "maxpool", width))
-    rows = []
-    for _ in range(size(ctx, "nngp.cnn_inits")[0] * 8):
-        net = factory(0).double()
-        h, per = x, []
-        with torch.no_grad():
-            for mod in net:
-                h = mod(h)
-                f = h.flatten(1)
-                per.append([float(f[a] @ f[b]) / f.shape[1] for a, b in PAIRS])
-        rows.append(per)
-    return np.array(rows).transpose(1, 0, 2)
+    """``_torch_products`` of ``maxpool_ops(width)``."""
+    return _torch_products(maxpool_ops(width), size(ctx, "nngp.cnn_inits")[0] * 8,
+                           seed_for(ctx, "nngp", "maxpool", width))
 
 
 def maxpool_comparisons(ctx, kernel_path_fn=kernel_path) -> list:
