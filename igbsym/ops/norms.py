@@ -23,7 +23,7 @@ import numpy as np
 import sympy as sp
 
 from .base import Op, State, fail, is_zero, sqrt
-from .bn_kernel import batch_slices, normalised_moments
+from .bn_kernel import n_batches, normalised_moments
 from .datakernel import Kernel, require_flat
 
 
@@ -126,6 +126,7 @@ class BatchNorm(Op):
     B: object = None
     stage = "norm"
     degree = 0
+    whole_data = True
 
     def __post_init__(self):
         if self.B == "full" or (self.B is not None and not isinstance(self.B, sp.Basic)
@@ -171,8 +172,6 @@ class BatchNorm(Op):
     def rows(self):
         return self.B
 
-    whole_data = True
-
     def _batch_kernel(self, s: Kernel) -> np.ndarray:
         """The pre-BatchNorm kernel of the one batch [D, D] (refusals in one line)."""
         require_flat(s, "BatchNorm (training mode)")
@@ -182,7 +181,7 @@ class BatchNorm(Op):
         if not s.whole:
             fail("BatchNorm (training mode) needs the whole dataset's kernel (every pair: no --pairs)")
         n = s.k.shape[0]
-        if len(batch_slices(n, self.B)) > 1:
+        if n_batches(n, self.B) > 1:
             fail(f"BatchNorm (training mode) over {n} points in batches of {self.B}: the kernel across two batches "
                  "(two random normalisers) has no map here; allowed: one batch holding the data (batch size >= D, "
                  f"e.g. igbsym predict --batch-size {n}, igbsym probe --batch-size {n})")
