@@ -135,7 +135,10 @@ class Control(nn.Module):
 
 @pytest.mark.parametrize("model,words", [(Branchy(), "neither of which is the skip"), (Control(), "torch.fx"),
                                          (nn.Sequential(nn.Linear(36, 4), nn.Dropout(), nn.Linear(4, 2)),
-                                          "Dropout")])
+                                          "Dropout"),
+                                         (nn.Sequential(nn.Linear(36, 8), nn.Unflatten(1, (2, 4)),
+                                                        nn.TransformerEncoderLayer(4, 2, 8, batch_first=True),
+                                                        nn.Flatten(), nn.Linear(8, 2)), "Hron et al. 2020")])
 def test_what_has_no_map_is_refused_in_one_line_naming_the_node(model, words):
     with pytest.raises(InputError) as err:
         translate(model, (36,))
@@ -173,3 +176,11 @@ def test_a_qmc_model_samples_pairs_by_default(monkeypatch):
     res, _ = T.predict_on_data(m, x, classes=2, n_draws=200)
     assert res.kernel is None and res.gamma_se > 0
     assert any("40 sampled pairs by default" in n for n in res.notes)
+
+
+def test_the_built_in_vit_is_refused_with_the_reason_not_a_trace_error():
+    """Regression: the ViT failed on its patch reshape, a message that hid why attention has no kernel map."""
+    from igbsym.validation.models import build
+    with pytest.raises(InputError, match="no Gaussian width limit") as err:
+        translate(build("vit", (1, 8, 8), 2), (1, 8, 8))
+    assert "blocks.0" in str(err.value)

@@ -15,7 +15,8 @@ paddings, zeros padding, no dilation or groups), the activations with a ``torch_
 AdaptiveAvgPool2d(1), MaxPool2d (dilation 1, floor mode: ``igbsym.ops.MaxPool2d``'s QMC map), Flatten, and
 BatchNorm1d on features: in training mode (the probe's) ``igbsym.ops.BatchNorm`` over the probe's batches of
 ``batch_size`` (default 256), whose affine part is the identity at init (weight 1, bias 0: checked); in eval mode at
-init (running mean 0, variance 1) the scale 1/√(1 + ε).
+init (running mean 0, variance 1) the scale 1/√(1 + ε). Attention is refused before tracing (``refuse_attention``:
+its width limit at a fixed number of heads is not Gaussian).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ SUPPORTED = ("Linear, Conv2d, ReLU, LeakyReLU, Tanh, Sigmoid, GELU, SiLU, Identi
              "the built-in mlp-residual)")
 
 
+ATTENTION = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.Transformer)
 DEFAULT_PAIRS = 20000      # sampled pairs for a model with a QMC kernel map (MaxPool2d), unless --pairs is given
 LAW_WEIGHTS = 10**6        # weights pooled over inits per measured layer (relative SE of sigma_w^2 ~ sqrt(2/n))
 LAW_INITS = (4, 64)        # at least / at most this many inits
@@ -158,6 +160,7 @@ def translate(model, input_shape, zero_bias: bool = False, seed: int = 0, batch_
     if not (isinstance(model, nn.Module) or callable(model)):
         raise InputError(f"model must be an nn.Module or a factory, got {type(model).__name__}")
     inits = Inits(model, None, seed, zero_bias)
+    refuse_attention(inits.module(0))
     gm = graph.trace(inits.module(0), input_shape)
     weighted = [n.target for n in gm.graph.nodes if n.op == "call_module"
                 and isinstance(gm.get_submodule(n.target), (TORCH_LINEAR, TORCH_CONV))]
@@ -170,6 +173,19 @@ def translate(model, input_shape, zero_bias: bool = False, seed: int = 0, batch_
         return math.sqrt(s2w), (0.0 if zero_bias else math.sqrt(s2b))
     ops, names = graph.graph_ops(gm, lambda target, mod: leaf(mod, target, law, batch_size))
     return ops, names, notes
+
+
+def refuse_attention(module: nn.Module) -> None:
+    """One line for a model with attention: with a fixed number of heads and torch's 1/√d_head logit scale, the
+    logits q·k/√d_head keep O(1) random fluctuations as the width grows, so the width limit is a Gaussian mixture
+    (Gaussian given the random similarity scores), not a Gaussian process with a kernel map (Hron et al. 2020,
+    "Infinite attention", Sec. 3: a GP only as the number of heads → ∞; Sakai et al. 2025, arXiv:2506.00846)."""
+    for name, mod in module.named_modules():
+        if isinstance(mod, ATTENTION):
+            raise InputError(
+                f"module {name!r} ({type(mod).__name__}): attention with a fixed number of heads has no Gaussian "
+                "width limit (the scaled logits stay random; Hron et al. 2020 Sec. 3), so no kernel map exists; "
+                "allowed: models without attention (measure this one with igbsym probe)")
 
 
 def _is_stock(mod) -> bool:
