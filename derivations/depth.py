@@ -22,6 +22,7 @@ q = sp.Symbol("q", positive=True)
 c = sp.Symbol("c", real=True)
 a = sp.Symbol("a", real=True)
 sw = sp.Symbol("sigma_w", positive=True)
+sb = sp.Symbol("sigma_b", nonnegative=True)
 r, t, th = sp.Symbol("r", positive=True), sp.Symbol("t", real=True), sp.Symbol("theta", positive=True)
 vmu, vchi = sp.Symbol("V_mu", positive=True), sp.Symbol("V_chi", positive=True)
 
@@ -114,15 +115,50 @@ def _iterate(mom, act, norm, placement, L):
     return cc / (1 - cc)
 
 
+def _iterate_biased(mom, act, L):
+    """γ_L with biases N(0, σ_b²) in every Dense (no norm), rebuilt from the derived integrals: the first layer's
+    (q, c) = (σ_w² + σ_b², σ_b²/(σ_w² + σ_b²)) (the bias is shared by both inputs), then q' = σ_w² E φ² + σ_b²,
+    c' = (σ_w² E[φ(u)φ(u')] + σ_b²)/q'."""
+    qq, cc = sw**2 + sb**2, sb**2 / (sw**2 + sb**2)
+    for _ in range(L):
+        p, s, _ = (sp.sympify(v).subs({q: qq, c: cc}, simultaneous=True) for v in mom[act])
+        qq, cc = sw**2 * s + sb**2, (sw**2 * p + sb**2) / (sw**2 * s + sb**2)
+    return cc / (1 - cc)
+
+
 def _depth_law(d: Derivation, mom):
     d.step("Depth law: start from the first hidden layer (q, c) = (sigma_w^2, 0) and apply the block map L times; "
            "gamma_L = c_L/(1 - c_L) at the output. L = 1 must reproduce igb.gamma:")
     for act in ("relu", "leaky_relu", "srelu", "identity"):
         g1 = sp.simplify(_iterate(mom, act, "none", "pre", 1))
-        d.prove("depth.gamma", g1, L=1, activation=act)
+        if act == "srelu":
+            d.prove("depth.gamma", g1, L=1, activation=act)
+        else:
+            biased = _iterate_biased(mom, act, 1)
+            d.prove("depth.gamma", biased, L=1, activation=act)
+            require(symbolically_equal(biased.subs(sb, 0), g1), (act, "sigma_b = 0"))
         ref = igbsym.get("igb.gamma").case(activation=act)
         require(symbolically_equal(g1, ref.subs(sp.Symbol("sigma", positive=True), sw)), (act, g1, ref))
-    d.step("and depth.gamma(L=1) = igb.gamma for relu, leaky_relu, srelu, identity (gamma_1 = 1/(pi - 1) for ReLU).")
+    d.step("and depth.gamma(L=1) = igb.gamma for relu, leaky_relu, srelu, identity at sigma_b = 0 (gamma_1 = "
+           "1/(pi - 1) for ReLU). With biases B ~ N(0, sigma_b^2) in every Dense (the readout too; the mean-field "
+           "convention) the first layer is (q, c) = (sigma_w^2 + sigma_b^2, sigma_b^2/(sigma_w^2 + sigma_b^2)) and "
+           "each Dense maps (S, P) to (sigma_w^2 S + sigma_b^2, (sigma_w^2 P + sigma_b^2)/(sigma_w^2 S + "
+           "sigma_b^2)); the registered L = 1 forms with sigma_b equal that composition (symbolic), e.g. ReLU:",
+           _iterate_biased(mom, "relu", 1))
+    lin = [sp.simplify(_iterate_biased(mom, "identity", L)) for L in range(1, D.L_EXACT + 1)]
+    for L, g in enumerate(lin, 1):
+        require(symbolically_equal(g, sb**2 * sum(sw**(-2 * j) for j in range(1, L + 2))), ("linear net", L))
+        d.prove("depth.gamma", g, L=L, activation="identity")
+    d.step("The linear net with biases: gamma_L = sigma_b^2 sum_{j=1}^{L+1} sigma_w^(-2j) (each Dense multiplies "
+           "q(1 - c) by sigma_w^2 and adds sigma_b^2 to q c), proved for L = 1..4; it vanishes only at sigma_b = 0, "
+           "where odd activations give 0 (below).")
+    bpts = [dict(a=av, sigma_w=sv, sigma_b=bv) for av, sv, bv in (("0", "1.4", "0.3"), ("0.2", "1.1", "1.5"))]
+    for L in range(2, D.L_EXACT + 1):
+        for act in ("relu", "leaky_relu"):
+            fn = sp.lambdify((a, sw, sb), _iterate_biased(mom, act, L), modules="mpmath")
+            d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, sigma_b, fn=fn: fn(a, sigma_w, sigma_b), bpts,
+                                     dps=50, tol=1e-45, reason="registered nested closed form with biases vs the "
+                                     "derived composition with biases", L=L, activation=act)
     for act in ("relu", "leaky_relu", "srelu", "identity"):
         for norm, pl in (("none", "pre"), ("layernorm", "pre"), ("rmsnorm", "pre"), ("rmsnorm", "post"),
                          ("layernorm", "post"), ("batchnorm", "post")):
@@ -222,9 +258,10 @@ def _placements(d: Derivation, mom):
         for act in ("relu", "leaky_relu"):
             d.prove(f"depth.gamma_{short}", sp.simplify(_iterate(mom, act, norm, pl, 1)), L=1, activation=act)
         for L in (2, 3):
+            unbiased = igbsym.get("depth.gamma").case(L=L, activation="relu").subs(sb, 0)   # no-norm law, σ_b = 0
             d.compare_registry(f"depth.gamma_{short}", "depth.gamma", dict(L=L, activation="relu"),
-                               dict(L=L, activation="relu"),
-                               expected=sp.S.Zero if short in ("ln_post", "bn_post") else None)
+                               dict(L=L, activation="relu", sigma_b=0),
+                               expected=sp.S.Zero if short in ("ln_post", "bn_post") else unbiased)
     d.step("Proved at L = 1 from the integrals; for L = 2, 3 the registered forms are compared with each other "
            "(a registry self-comparison, SymPy): LN + ReLU, RMSNorm + ReLU and ReLU + RMSNorm all equal the "
            "no-norm law; ReLU + LN and ReLU + BN give 0.")
@@ -271,8 +308,11 @@ def _placements(d: Derivation, mom):
            "width limit centred data (E x = 0) suffice, since the pre-activations are Gaussian; uncentred data "
            "E x = m give gamma_1 = |m|^2/tr Cov(x) > 0 already for the identity.")
     for act in ("tanh", "erf", "identity"):
-        for norm, pl in (("none", "pre"), ("layernorm", "pre"), ("rmsnorm", "post")):
+        for norm, pl in (("layernorm", "pre"), ("rmsnorm", "post")):
             d.prove("depth.gamma", sp.S.Zero, L=7, activation=act, norm=norm, placement=pl)
+        d.prove_numeric_identity("depth.gamma", lambda a, sigma_w: mpmath.mpf(0), [dict(a="0", sigma_w="1.4")],
+                                 dps=30, tol=0, reason="odd phi without norm at sigma_b = 0 is exactly 0 (a bias "
+                                 "breaks the symmetry x -> -x: the value then is the walk's)", L=7, activation=act)
 
 
 def _numeric_routes(d: Derivation):

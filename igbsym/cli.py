@@ -182,6 +182,9 @@ def cmd_latex(args):
 
 def cmd_predict(args):
     if args.model is not None or args.data is not None:     # the data route: theory on the user's data (torch)
+        if args.sigma_b is not None:
+            raise InputError("predict: --sigma-b belongs to the architecture flags; a --model carries its own biases "
+                             "(its init's, or none with --zero-bias)")
         return dispatch("igbsym.validation.translate:run")(args)
     if args.zero_bias or args.pairs is not None:
         raise InputError("predict: --zero-bias and --pairs belong to the data route; allowed with --model M --data X")
@@ -262,6 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--a", type=float, default=0.01, help="leaky slope")
     s.add_argument("--sigma-w", type=float, default=None)
+    s.add_argument("--sigma-b", type=float, default=None, help="bias sd: every Dense, the readout too, adds "
+                   "B ~ N(0, sigma_b^2) (the mean-field convention; default 0)")
     s.add_argument("--residual", action="store_true", help="residual MLP: --depth blocks x + alpha F(x)")
     s.add_argument("--alpha", type=float, default=None, help="residual branch scale (with --residual; default 1)")
     s.add_argument("--order", default="linear-first", choices=("linear-first", "linear-last"),

@@ -79,6 +79,12 @@ _GAMMA_REC = (r"\frac{c_L}{1-c_L}", r"(q_{l+1}, c_{l+1}) = \Big(\sigma_w^2\,\mat
               r"\frac{\mathbb{E}[\phi(u)\phi(u')]}{\mathbb{E}[\phi(u)^2]}\Big),\quad (q_1, c_1) = (\sigma_w^2, 0),"
               r"\quad (u, u') \sim \mathcal{N}\Big(0, q_l \begin{pmatrix} 1 & c_l \\ c_l & 1\end{pmatrix}\Big)")
 
+_GAMMA_REC_BIAS = (r"\frac{c_L}{1-c_L}", r"(q_{l+1}, c_{l+1}) = \Big(\sigma_w^2\,\mathbb{E}[\phi(u)^2] + \sigma_b^2,\ "
+                   r"\frac{\sigma_w^2\,\mathbb{E}[\phi(u)\phi(u')] + \sigma_b^2}{\sigma_w^2\,\mathbb{E}[\phi(u)^2] + "
+                   r"\sigma_b^2}\Big),\quad (q_1, c_1) = \Big(\sigma_w^2 + \sigma_b^2, \frac{\sigma_b^2}{\sigma_w^2 + "
+                   r"\sigma_b^2}\Big),\quad (u, u') \sim \mathcal{N}\Big(0, q_l \begin{pmatrix} 1 & c_l \\ c_l & 1"
+                   r"\end{pmatrix}\Big)")
+
 NOTATION = {
     "activation.mean": N(_E + r"\left[<activation>(X)\right]"),
     "activation.var": N(_V + r"\left[<activation>(X)\right]"),
@@ -102,7 +108,7 @@ NOTATION = {
     "bn.var": N(_V + r"[\tilde B]"),
     "bn.var_canonical": N(_V + r"[z]"),
     "depth.corr_map": N(r"\mathcal{C}_{<activation>}(c)"),
-    "depth.gamma": N(r"\gamma_{<L>}(<activation>)", general=_GAMMA_REC),
+    "depth.gamma": N(r"\gamma_{<L>}(<activation>)", general=_GAMMA_REC_BIAS),
     "depth.gamma_bn_post": N(r"\gamma_{<L>}^{<activation>+\mathrm{BN}}", general=_GAMMA_REC),
     "depth.gamma_bn_pre": N(r"\gamma_{<L>}^{\mathrm{BN}+<activation>}", general=_GAMMA_REC),
     "depth.gamma_ln_post": N(r"\gamma_{<L>}^{<activation>+\mathrm{LN}}", general=_GAMMA_REC),

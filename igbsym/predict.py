@@ -63,7 +63,7 @@ class Prediction:
         out = {"activation": act, "depth": len(self.layers), "norm": norm,
                "placement": args.get("placement") if norm != "none" else None, "pool": args.get("pool"),
                "batch_size": args.get("bn_batch"), "a": args.get("a") if act == "leaky_relu" else None,
-               "sigma_w": args.get("sigma_w")}
+               "sigma_w": args.get("sigma_w"), "sigma_b": args.get("sigma_b", 0.0)}
         if args.get("residual"):
             out.update(residual=True, alpha=args["alpha"], order=args["order"])
         out.update({k: v for k, v in asdict(self).items() if k != "spec"})
@@ -91,7 +91,7 @@ def predict(spec: S.Spec) -> Prediction:
 
 
 def architecture(activation="relu", depth=1, norm="none", placement="pre", a=0.01, sigma_w=None, batch_size=None,
-                 pool=None, residual=False, alpha=None, order="linear-first") -> S.Spec:
+                 pool=None, residual=False, alpha=None, order="linear-first", sigma_b=None) -> S.Spec:
     """The infinite-width spec of the CLI's settings (one line per refused setting, naming what is allowed)."""
     if activation not in acts.names():
         raise InputError(f"predict: unknown activation {activation!r}; allowed: {', '.join(acts.names())}")
@@ -106,6 +106,11 @@ def architecture(activation="relu", depth=1, norm="none", placement="pre", a=0.0
     if not (math.isfinite(sw) and sw > 0) or not math.isfinite(a):
         raise InputError(f"predict: --sigma-w {sw:g} / --a {a:g} not allowed; allowed: --sigma-w a finite number "
                          "> 0, --a finite")
+    if sigma_b is not None and not (math.isfinite(sigma_b) and sigma_b >= 0):
+        raise InputError(f"predict: --sigma-b {sigma_b:g} is not allowed; allowed: a finite number >= 0")
+    if sigma_b and (residual or norm != "none" or pool is not None or activation == "srelu"):
+        raise InputError("predict: --sigma-b (biases in every Dense) is modelled without --residual, --norm, --pool "
+                         "and srelu (depth.gamma's sigma_b); allowed: --sigma-b 0 there")
     if residual:
         alpha = 1.0 if alpha is None else alpha
         if not (math.isfinite(alpha) and alpha >= 0):
@@ -134,7 +139,7 @@ def architecture(activation="relu", depth=1, norm="none", placement="pre", a=0.0
                          "integral)")
     try:
         return S.NetSpec(None, (None,) * depth, activation, a, sigma_w=sw, pool=pool, norm=norm,
-                         placement=placement, bn_batch=batch_size)
+                         placement=placement, bn_batch=batch_size, sigma_b=sigma_b or 0.0)
     except InputError as exc:
         raise InputError(f"predict: {exc}") from None
 
@@ -143,7 +148,7 @@ def spec_from_args(args) -> S.Spec:
     """The spec of ``igbsym predict``'s parsed arguments."""
     return architecture(args.activation, args.depth, args.norm, args.placement, args.a, args.sigma_w,
                         args.batch_size, args.pool, getattr(args, "residual", False), getattr(args, "alpha", None),
-                        getattr(args, "order", "linear-first"))
+                        getattr(args, "order", "linear-first"), getattr(args, "sigma_b", None))
 
 
 def finite_width(res: dict, N, rel_se: float = CHAIN_REL_SE, seed: int = 0) -> list:
@@ -242,6 +247,7 @@ def _text(res: dict) -> str:
             + (f" pool={res['pool']}" if res["pool"] else "")
             + (f" batch_size={res['batch_size']}" if res["batch_size"] else "")
             + (f" a={res['a']}" if res["a"] is not None else "") + f" sigma_w={res['sigma_w']:.4g}"
+            + (f" sigma_b={res['sigma_b']:.4g}" if res.get("sigma_b") else "")
             + (f" residual alpha={res['alpha']:g} order={res['order']}" if res.get("residual") else ""))
     lines = [f"igbsym predict: {arch}", f"  {'block' if res.get('residual') else 'layer'}        gamma            c"]
     lines += [f"  {r['layer']:5d}  {r['gamma']:11.6g}  {r['c']:11.6g}" for r in res["layers"]]
@@ -308,6 +314,9 @@ def run(args) -> None:
     target = writable_file(args.plot, "predict --plot") if args.plot else None
     res = predict(spec_from_args(args)).to_dict()
     width = getattr(args, "width", None)
+    if width is not None and getattr(args, "sigma_b", None):
+        raise InputError("predict: --width with --sigma-b: the finite-width routes have no biases yet; allowed: "
+                         "--sigma-b with N = inf (no --width)")
     if width is not None:
         rel_se = getattr(args, "rel_se", None) or CHAIN_REL_SE
         if not 0 < rel_se < 1:

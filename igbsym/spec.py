@@ -16,6 +16,7 @@ NORMS = ('none', 'batchnorm', 'layernorm', 'rmsnorm') everywhere (``norm_name`` 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -59,6 +60,7 @@ class Spec:
     n_classes: int = 2
     sigma_out: object = SIGMA_W
     args: dict | None = field(default=None, compare=False, repr=False)
+    sigma_b_out: object = 0          # the readout's bias sd (the mean-field convention: every Dense has one)
 
     def __post_init__(self):
         object.__setattr__(self, "ops", tuple(self.ops))
@@ -87,7 +89,7 @@ class Spec:
         return int(next(iter(bs))) if bs else 1
 
     def output(self) -> Dense:
-        return Dense(self.n_classes, self.sigma_out)
+        return Dense(self.n_classes, self.sigma_out, self.sigma_b_out)
 
     def all_ops(self) -> tuple:
         return self.ops + (self.output(),)
@@ -102,8 +104,7 @@ class Spec:
 
     def full_batch(self, n_data: int) -> "Spec":
         """The spec with full-batch BatchNorm made explicit as batches of ``n_data`` rows (for the simulator)."""
-        return Spec(self.d_in, tuple(op.full_batch(n_data) for op in self.ops), self.weight_law, self.n_classes,
-                    self.sigma_out, self.args)
+        return dataclasses.replace(self, ops=tuple(op.full_batch(n_data) for op in self.ops))
 
 
 def _walk(ops):
@@ -134,11 +135,11 @@ def block_ops(activation, norm="none", placement="pre", a=0.01, B=None, pool=Non
 
 
 def mlp_ops(L, activation, norm="none", placement="pre", a=0.01, sigma_w=SIGMA_W, B=None, pool=None, widths=None,
-            shift=None) -> tuple:
-    """Hidden ops of an L-hidden-layer MLP (infinite width unless ``widths``)."""
+            shift=None, sigma_b=0) -> tuple:
+    """Hidden ops of an L-hidden-layer MLP (infinite width unless ``widths``); biases N(0, σ_b²) in every Dense."""
     widths = (None,) * L if widths is None else tuple(widths)
     block = block_ops(activation, norm, placement, a, B, pool, shift)
-    return tuple(op for w in widths for op in (Dense(w, sigma_w),) + block)
+    return tuple(op for w in widths for op in (Dense(w, sigma_w, sigma_b),) + block)
 
 
 def residual_block(activation="relu", norm="none", placement="pre", order="linear-first", a=0.01,
@@ -179,7 +180,7 @@ def default_srelu_shift(norm, placement, sigma_w) -> float:
 
 
 def NetSpec(d_in, widths, activation="relu", a=0.01, weight_law="normal", sigma_w=SIGMA_W, pool=None, norm=None,
-            placement="pre", bn_batch=None, n_classes=2, srelu_shift=None) -> Spec:
+            placement="pre", bn_batch=None, n_classes=2, srelu_shift=None, sigma_b=0.0) -> Spec:
     """The MLP builder (module docstring); its keyword values are kept in ``spec.args``."""
     widths = (widths,) if _is_int(widths) else tuple(widths)
     if d_in is not None and (not _is_int(d_in) or d_in < 1):
@@ -194,6 +195,11 @@ def NetSpec(d_in, widths, activation="relu", a=0.01, weight_law="normal", sigma_
         _fail(f"NetSpec: sigma_w must be a positive finite number, got {sigma_w!r}")
     if not isinstance(a, (int, float)) or not math.isfinite(float(a)):
         _fail(f"NetSpec: leaky slope a must be finite, got {a!r}")
+    if isinstance(sigma_b, bool) or not (isinstance(sigma_b, (int, float)) and math.isfinite(sigma_b) and sigma_b >= 0):
+        _fail(f"NetSpec: sigma_b must be a finite number >= 0, got {sigma_b!r}")
+    if sigma_b and (norm not in (None, "none") or activation == "srelu" or pool is not None):
+        _fail("NetSpec: biases (sigma_b > 0) are modelled without norms, pooling or srelu only (depth.gamma's "
+              "sigma_b); allowed: sigma_b = 0 there")
     if pool is not None:
         if not _is_int(pool) or pool < 1:
             _fail(f"NetSpec: pool (max-pool kernel) must be a positive integer or None, got {pool!r}")
@@ -212,8 +218,9 @@ def NetSpec(d_in, widths, activation="relu", a=0.01, weight_law="normal", sigma_
         _fail(f"NetSpec: srelu_shift must be a finite number or None, got {srelu_shift!r}")
     shift = srelu_shift if srelu_shift is not None else default_srelu_shift(norm, placement, sigma_w)
     ops = mlp_ops(len(widths), activation, norm_name(norm), placement, a, sigma_w,
-                  bn_batch if norm == "batchnorm" else None, pool, widths, shift if activation == "srelu" else None)
+                  bn_batch if norm == "batchnorm" else None, pool, widths, shift if activation == "srelu" else None,
+                  sigma_b)
     args = dict(d_in=d_in, widths=widths, activation=activation, a=a, weight_law=weight_law, sigma_w=sigma_w,
                 pool=pool, norm=norm, placement=placement, bn_batch=bn_batch, n_classes=n_classes,
-                srelu_shift=srelu_shift)
-    return Spec(d_in, ops, weight_law, n_classes, sigma_w, args)
+                srelu_shift=srelu_shift, **({"sigma_b": sigma_b} if sigma_b else {}))
+    return Spec(d_in, ops, weight_law, n_classes, sigma_w, args, sigma_b)

@@ -3,6 +3,8 @@
 Independent routes: scipy / mpmath quadrature of the defining Gaussian integrals, special-case identities, and
 the papers' exact values (γ₁ = 1/(π − 1) for ReLU)."""
 import math
+import subprocess
+import sys
 
 import mpmath
 import numpy as np
@@ -75,9 +77,12 @@ def test_relu_first_values_and_mpmath():
 @pytest.mark.parametrize("act", ["relu", "leaky_relu", "srelu"])
 def test_exact_case_kernel_matches_lambdified(L, act):
     assert G.is_exact(L=L, activation=act)
-    a, sw = np.array([0.0, 0.1, -0.3]), np.array([0.7, 1.0, 1.9])
-    np.testing.assert_allclose(G.numpy(L=L, activation=act, a=a, sigma_w=sw),
-                               G.lambdified(L=L, activation=act)(a=a, sigma_w=sw, B=np.inf), rtol=1e-11, atol=1e-15)
+    a, sw, sb = np.array([0.0, 0.1, -0.3, 0.2]), np.array([0.7, 1.0, 1.9, 1.2]), np.array([0.0, 0.0, 0.4, 1.5])
+    if act == "srelu":                                   # its shift is defined without biases: sigma_b is refused
+        sb = np.zeros(4)
+    np.testing.assert_allclose(G.numpy(L=L, activation=act, a=a, sigma_w=sw, sigma_b=sb),
+                               G.lambdified(L=L, activation=act)(a=a, sigma_w=sw, sigma_b=sb, B=np.inf), rtol=1e-11,
+                               atol=1e-15)
 
 
 def test_rate_in_depth():
@@ -327,7 +332,7 @@ def test_leaky_mp_loop_equals_the_composed_op_maps(a):
             fast = arccos_gamma_mp(L, a)
             composed = layer_walk("leaky_relu", "none", "pre", mpmath.sqrt(2), L, "mpmath", mpmath.mpf(a))[-1]
             assert abs(fast / composed - 1) < mpmath.mpf("1e-35")
-        exact = D.exact_gamma(3, "leaky_relu", "none", "pre").subs({D.a_: D.sp.Rational(a)})   # the float, exactly
+        exact = D.exact_gamma(3, "leaky_relu", "none", "pre").subs({D.a_: D.sp.Rational(a), D.sb_: 0})   # float a
         assert abs(arccos_gamma_mp(3, a) / mpmath.mpf(D.sp.N(exact, 50)) - 1) < mpmath.mpf("1e-35")
 
 
@@ -458,3 +463,106 @@ def test_mp_chebyshev_proxy_equals_the_layer_walk(act, norm, placement, L):
         ref = layer_walk(act, norm, placement, mpmath.sqrt(2), L, "mpmath")[-1]
     got = igbsym.get("depth.gamma").mp(30, L=L, activation=act, norm=norm, placement=placement)
     assert abs(got / ref - 1) < mpmath.mpf("1e-26")
+
+
+# --- biases (issue 48): Y = W φ(Y) + B in every Dense, the readout included ------------------------------------
+def biased_gamma_mp(act, sw, sb, L, a=0.0, dps=40):
+    """γ_L with biases by a plain mpmath loop (independent of the ops' maps): layer 1 (q, c) = (σ_w² + σ_b²,
+    σ_b²/q); then q' = σ_w² S + σ_b², c' = (σ_w² P + σ_b²)/q' with (leaky) ReLU S = q(1 + a²)/2, P = S k(c) (the
+    arc-cosine kernel, derivations/depth.py), erf S = (2/π) arcsin(2q/(1 + 2q)), P = (2/π) arcsin(2qc/(1 + 2q))
+    (Williams 1997), and the identity S = q, P = qc; γ_L = c/(1 − c) of the readout."""
+    with mpmath.workdps(dps):
+        sw2, sb2 = mpmath.mpf(sw) ** 2, mpmath.mpf(sb) ** 2
+        q = sw2 + sb2
+        c = sb2 / q
+        for _ in range(L):
+            if act == "erf":
+                S = 2 / mpmath.pi * mpmath.asin(2 * q / (1 + 2 * q))
+                P = 2 / mpmath.pi * mpmath.asin(2 * q * c / (1 + 2 * q))
+            elif act == "identity":
+                S, P = q, q * c
+            else:
+                a = mpmath.mpf(a)
+                r = (1 - a) ** 2 / (1 + a * a)
+                S = q * (1 + a * a) / 2
+                P = S * (c + r * (mpmath.sqrt(1 - c * c) - c * mpmath.acos(c)) / mpmath.pi)
+            q, c = sw2 * S + sb2, (sw2 * P + sb2) / (sw2 * S + sb2)
+        return c / (1 - c)
+
+
+@given(act=st.sampled_from(["relu", "leaky_relu", "erf", "identity"]), L=st.integers(1, 40),
+       sw=st.floats(0.5, 2.0), sb=st.floats(0.01, 2.0), a=st.floats(-0.5, 0.5))
+@example(act="relu", L=5, sw=math.sqrt(2), sb=0.3, a=0.0)       # an L > 4 route of (leaky) ReLU: the arc-cosine
+@example(act="erf", L=40, sw=1.8, sb=0.05, a=0.0)               # shortcut ignored σ_b (γ of the bias-free net)
+def test_gamma_with_biases_is_the_mean_field_recursion(act, L, sw, sb, a):
+    kw = dict(L=L, activation=act, sigma_w=sw, sigma_b=sb, **({"a": a} if act == "leaky_relu" else {}))
+    ref = biased_gamma_mp(act, sw, sb, L, a if act == "leaky_relu" else 0.0)
+    tol = float(G.relative_bound(**kw))
+    assert float(G.numpy(**kw)) == pytest.approx(float(ref), rel=tol, abs=0)
+    if L <= 6:
+        assert float(G.mp(30, **kw)) == pytest.approx(float(ref), rel=1e-25, abs=0)
+
+
+@pytest.mark.parametrize("c1_case", [(1.0, 0.5), (1.6, 0.2)])
+def test_relu_with_biases_against_two_dimensional_quadrature(c1_case):
+    """The first two ReLU layers with biases from scipy's 2-D Gaussian integral (``relu_pair_moment``), not the
+    arc-cosine formula; its quadrature is good to ~1e-12, the bound used."""
+    sw, sb = c1_case
+    q, c = sw * sw + sb * sb, sb * sb / (sw * sw + sb * sb)
+    for L in (1, 2):
+        s = sw * sw * q / 2
+        q, c = s + sb * sb, (s * relu_pair_moment(c) + sb * sb) / (s + sb * sb)
+        assert float(G.numpy(L=L, activation="relu", sigma_w=sw, sigma_b=sb)) == pytest.approx(c / (1 - c), rel=1e-10)
+
+
+def test_tanh_with_biases_equals_the_mean_field_trajectory():
+    """tanh: the ops' quadrature moments against Mehler's series of the correlation map (igbsym.engine.meanfield,
+    another route), in both phases, at every layer up to 60 (depth.gamma stops at fixed points and takes tails)."""
+    from igbsym.engine import meanfield as MF
+    for sw, sb in ((1.0, 0.3), (1.5, 0.1), (2.5, 0.5)):
+        traj = MF.trajectory("tanh", 0.0, sw, sb, 61)
+        for L in (1, 7, 30, 60):
+            e = float(traj[L][1])
+            got = float(G.numpy(L=L, activation="tanh", sigma_w=sw, sigma_b=sb))
+            assert got == pytest.approx((1 - e) / e, rel=float(G.relative_bound(L=L, activation="tanh"))), (sw, sb, L)
+
+
+def test_odd_activations_are_zero_without_bias_only_and_arrays_equal_scalar_calls():
+    sb = np.array([0.0, 0.4, 0.0, 1.0])
+    for act in ("tanh", "identity", "relu"):
+        arr = G.numpy(L=6, activation=act, sigma_w=1.3, sigma_b=sb)
+        one = [float(G.numpy(L=6, activation=act, sigma_w=1.3, sigma_b=b)) for b in sb]
+        assert list(arr) == one
+        if act != "relu":
+            assert one[0] == one[2] == 0.0 and one[1] > 0 and one[3] > one[1]
+    assert float(G.numpy(L=6, activation="relu", sigma_w=1.3, sigma_b=0.0)) == float(G.numpy(L=6, activation="relu",
+                                                                                              sigma_w=1.3))
+
+
+@pytest.mark.parametrize("kw", [dict(norm="layernorm"), dict(activation="srelu"), dict(N=64)])
+def test_a_bias_where_it_has_no_route_is_one_line(kw):
+    case = dict(L=2, activation="relu", sigma_b=0.5) | kw
+    with pytest.raises(igbsym.InputError, match="sigma_b = 0") as err:
+        G.numpy(**case)
+    assert "\n" not in str(err.value)
+    out = subprocess.run([sys.executable, "-m", "igbsym", "eval", "depth.gamma",
+                          *(f"{k}={v}" for k, v in case.items())], capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "sigma_b" in out.stderr
+
+
+def test_every_layer_of_a_biased_walk_is_the_plain_composition():
+    """Regression: the walk froze a point at its Steffensen fixed point once ρ^rest|c − c*| < tol, i.e. for the LAST
+    layer, and wrote c* into every skipped layer (γ_66 of erf at σ_w = 1.3, σ_b = 0.1 was 1.2 % off c*'s way):
+    predict's per-layer values. Every layer now against the plain composition of the ops' maps."""
+    from igbsym import engine
+    from igbsym import ops as O
+    for act, sw, sb in (("erf", 1.3, 0.1), ("gelu", 1.4, 0.3), ("tanh", 2.0, 0.2)):
+        ops = D.block(act, "none", "pre", 0.01, sw, sigma_b=sb)
+        head = (O.Dense(None, sw, sb),)
+        walked = [float(g) for g in engine.walk(head, ops, 400, "numpy", "t")]
+        state, plain = head[0].map(O.input_state("numpy"), "numpy"), []
+        for _ in range(400):
+            for op in ops:
+                state = op.map(state, "numpy")
+            plain.append(float(state.c) / float(state.e))
+        assert walked == pytest.approx(plain, rel=1e-12, abs=0), act

@@ -69,7 +69,29 @@ def test_plot(capsys, tmp_path):
     (["--pool", "2", "--depth", "3"], "--pool"),
     (["--pool", "2", "--activation", "gelu"], "--pool 2"),
     (["--norm", "batchnorm", "--batch-size", "16", "--activation", "gelu"], "relu only"),
+    (["--sigma-b", "-0.1"], "--sigma-b -0.1"),
+    (["--sigma-b", "nan"], "--sigma-b nan"),
+    (["--sigma-b", "0.3", "--norm", "layernorm"], "--sigma-b"),
+    (["--sigma-b", "0.3", "--residual"], "--sigma-b"),
+    (["--sigma-b", "0.3", "--activation", "srelu"], "--sigma-b"),
+    (["--sigma-b", "0.3", "--width", "64"], "finite-width routes have no biases"),
+    (["--sigma-b", "0.3", "--model", "mlp", "--data", "gaussian"], "carries its own biases"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, match):
     rc, out, err = run(capsys, *argv)
     assert rc == 2 and out == "" and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_biases_every_layer_is_depth_gamma_with_sigma_b(capsys):
+    """--sigma-b: the mean-field convention Y = W phi(Y) + B in every Dense (issue 48); per layer the form's value
+    (depth.gamma is checked against an independent mpmath recursion and torch nets with biases)."""
+    rc, out, _ = run(capsys, "--activation", "tanh", "--depth", "5", "--sigma-w", "1.5", "--sigma-b", "0.3", "--json")
+    assert rc == 0
+    res = json.loads(out)
+    g = igbsym.get("depth.gamma")
+    assert res["sigma_b"] == 0.3 and len(res["layers"]) == 5
+    for row in res["layers"]:
+        want = float(g.numpy(L=row["layer"], activation="tanh", sigma_w=1.5, sigma_b=0.3))
+        assert row["gamma"] == pytest.approx(want, rel=1e-12) and want > 0
+    rc, out, _ = run(capsys, "--activation", "tanh", "--depth", "2", "--sigma-b", "0.3")
+    assert "sigma_b=0.3" in out.splitlines()[0]

@@ -231,3 +231,11 @@ def test_penultimate_layer_stats_only():
     assert torch.equal(last.layers[1]["act"].var, full.layers[1]["act"].var)
     with pytest.raises(InputError, match="penultimate"):
         simulate(spec, 2, 8, layer_stats="act")
+
+
+def test_a_spec_with_biases_is_refused_not_simulated_without_them():
+    """The batched simulator draws weights only: a Dense with sigma_b > 0 would run as a bias-free net."""
+    from igbsym.spec import NetSpec
+    from igbsym.validation.simulate import sample_weights
+    with pytest.raises(InputError, match="draws no biases"):
+        sample_weights(NetSpec(16, (8,), "relu", sigma_b=0.5), [0], 0)

@@ -172,6 +172,9 @@ def dense_ops(ops) -> list:
 def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float32) -> list:
     """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone."""
     device = resolve_device(device) if not isinstance(device, torch.device) else device
+    if any(op.degree is None for op in dense_ops(spec.all_ops())):     # a Dense with a bias (Dense.degree)
+        raise InputError("the batched simulator draws no biases (sigma_b > 0); allowed: sigma_b = 0, or a torch "
+                         "model with biases through igbsym probe --model")
     shapes = spec.shapes()
     out = [torch.empty((len(inits), fi, fo), device=device, dtype=dtype) for fi, fo in shapes]
     gains = [float(op.sigma_w) for op in dense_ops(spec.all_ops())]

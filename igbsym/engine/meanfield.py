@@ -30,6 +30,7 @@ from ..gauss import derivative_moment_mp, moments_mp, pair_mp
 from ..gauss.hermite import Q_MAX_SERIES, moments_vec, series
 from ..gauss.rules import mp_level, mp_nested
 from ..numerics import bracketed_newton
+from ..ops import arccos_loss, slope_ratio
 
 HOMOGENEOUS = ("relu", "leaky_relu")
 QUADRATURE = ("tanh",)
@@ -346,12 +347,10 @@ def _layer(name, a, q, e, sw2, sb2):
     """(q', σ_w²(S − P)) of one layer at (q, 1 − e) per point."""
     if name in HOMOGENEOUS:
         s = a if name == "leaky_relu" else 0.0
-        r = (1 - s) ** 2 / (1 + s * s)
-        c = 1 - e
-        t = np.arccos(np.clip(c, -1, 1))
         h = (1 + s * s) / 2
-        # S − P = h q (1 − k(c)), 1 − k(c) = e − r(sin t − t c)/π (t = arccos c)
-        return sw2 * h * q + sb2, sw2 * h * q * (e - r * (np.sin(t) - t * c) / np.pi)
+        # S − P = h q (1 − k(c)), without cancellation as e → 0 (arccos(1 − e) lost 1e-8 of γ_1000 in the ordered
+        # phase)
+        return sw2 * h * q + sb2, sw2 * h * q * arccos_loss(e, slope_ratio(s))
     if name == "erf":
         S = _erf_S(q)[0]
         t = 2 * q / (1 + 2 * q)

@@ -18,7 +18,7 @@ from mpmath import libmp
 
 from .. import gauss, mehler
 from ..errors import NumericalError
-from ..ops import E_MIN, SHIFT_CANCEL, Act, State, check_state, input_state, sin_minus_tcos, slope_ratio
+from ..ops import E_MIN, SHIFT_CANCEL, Act, arccos_loss, State, check_state, input_state, sin_minus_tcos, slope_ratio
 from .tails import geometric, geometric_tail, stationary
 
 
@@ -55,7 +55,7 @@ def arccos_gammas(L, slope, start=(0.0, 1.0)):
     c, e, out = np.array(c0), np.array(e0), []
     for _ in range(L):
         t = 2 * np.arcsin(np.sqrt(e / 2))
-        c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(e - r * sin_minus_tcos(t) / np.pi, 0.0)
+        c, e = c + r * (np.sin(t) - t * c) / np.pi, np.maximum(arccos_loss(e, r), 0.0)
         if (e < E_MIN).any():
             raise NumericalError(f"1 - c = {float(e.min()):.3g}: gamma exceeds the double range")
         out.append(c / e)

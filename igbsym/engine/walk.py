@@ -51,7 +51,8 @@ def _route(head, ops, L, backend, where, last):
             return [arccos_gamma_mp(L, slope)]
         return arccos_gammas(L, np.asarray(slope, float) + np.zeros(points(ops)))
     if (act is not None and act.name == "srelu" and len(ops) == 2 and ops[1].starts_layer and len(head) == 1
-            and head[0].starts_layer and _centres_layer_one(act, ops[1], backend)):
+            and head[0].starts_layer and head[0].degree == 1 and ops[1].degree == 1   # no bias
+            and _centres_layer_one(act, ops[1], backend)):
         if backend == "numpy":
             return shift_points(L, *np.broadcast_arrays(np.asarray(act.a, float), np.asarray(ops[1].sigma_w, float)),
                                 where, last)
@@ -99,7 +100,9 @@ def _compose_walk(head, ops, L, backend, where, last):
                 newly = stationary(state, new, tol, older) & ~np.asarray(done, bool)
                 if (backend == "numpy" and layer in (1, 4, 16, 64) and rest > 20
                         and (free or np.array_equal(state.q, new.q))):   # q at its fixed point (a norm after φ)
-                    fixed = np_fixed_points(point_step, new, rest)   # Steffensen per point: ~20 maps, not ~500
+                    # Steffensen per point (~20 maps, not ~500); the layers it skips must all equal c*: the last
+                    # only (ρ^rest |c − c*| < tol) when only γ_L is wanted, else the next one already (ρ |c − c*|)
+                    fixed = np_fixed_points(point_step, new, rest if last else 1)
                     newly = newly | (fixed[0] & ~np.asarray(done, bool))
                     new_fixed = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
                                                             for k, v in zip("qcem", fixed[1:])})
@@ -144,7 +147,8 @@ def _compose_walk(head, ops, L, backend, where, last):
                 if not hinted:        # once: from the double-precision fixed point, if there is one
                     hinted, c_star = True, np_hint(ops, new, free)
                     if c_star is not None:
-                        fixed = steffensen(step, new, tol, rest, State(new.q, c_star, 1 - c_star, new.m))
+                        fixed = steffensen(step, new, tol, rest if last else 1,
+                                           State(new.q, c_star, 1 - c_star, new.m))
                     if fixed is None and c_star is not None and rest >= PROXY_MIN and new.m == 0:   # F(v) alone
                         tail = chebyshev_tail(step, new, c_star, rest, tol, last)
                         if tail is not None:
@@ -153,7 +157,7 @@ def _compose_walk(head, ops, L, backend, where, last):
                 if fixed is None and abs(ratio - 1) < 0.05 and not plain:
                     # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
                     # later (and each attempt costs up to 24 maps)
-                    plain, fixed = True, steffensen(step, new, tol, rest)
+                    plain, fixed = True, steffensen(step, new, tol, rest if last else 1)
                 if fixed is not None:
                     out += [fixed.gamma] * (1 if last else rest)
                     break

@@ -68,8 +68,8 @@ SMOOTH = tuple(n for n in acts.names() if n not in _SLOPE and n not in ODD and n
 arccos_map = O.arccos_map
 
 
-def block(activation, norm, placement, a, sigma_w, B=None, shift_backend="numpy"):
-    """The ops of one hidden block after its Dense, then the next Dense: [norm pre] φ [norm post] Dense(σ_w).
+def block(activation, norm, placement, a, sigma_w, B=None, shift_backend="numpy", sigma_b=0):
+    """The ops of one hidden block after its Dense, then the next Dense: [norm pre] φ [norm post] Dense(σ_w, σ_b).
 
     srelu's shift is σ₁/√(2π), the ReLU mean of layer 1's N(0, σ₁²) input to φ (σ₁ = σ_w, or 1 after a norm
     placed before φ): exact centring in layer 1 only (igb.gamma's and validation/simulate.py's convention)."""
@@ -80,7 +80,7 @@ def block(activation, norm, placement, a, sigma_w, B=None, shift_backend="numpy"
         root = {"sympy": sp.sqrt(2 * sp.pi), "mpmath": mpmath.sqrt(2 * mpmath.pi)}.get(shift_backend,
                                                                                         math.sqrt(2 * math.pi))
         shift = sig / root
-    return spec.block_ops(activation, norm, placement, a, B, None, shift) + (O.Dense(None, sigma_w),)
+    return spec.block_ops(activation, norm, placement, a, B, None, shift) + (O.Dense(None, sigma_w, sigma_b),)
 
 
 def sym_step(activation, norm, placement, q, c):
@@ -92,11 +92,14 @@ def sym_step(activation, norm, placement, q, c):
 
 
 def _kind(activation, norm, placement):
-    """'zero' where γ = 0 at every depth exactly: odd φ (symmetric data), BN/LN after φ (Thms E.2, F.3), and srelu
+    """'odd' for odd φ without a norm: 0 at σ_b = 0 (symmetric data), a bias shared by the data raises it.
+    'zero' where γ = 0 at every depth exactly: odd φ with a norm, BN/LN after φ (Thms E.2, F.3), and srelu
     with LayerNorm or RMSNorm (BN before φ: the 'bn_pre' route, also 0): its shift σ/√(2π) is the ReLU mean of the
     N(0, σ²) input φ sees at every layer (σ = 1 after a norm before φ; σ = σ_w when the norm after φ resets q = 1
     before the next Dense), so E φ = 0 and c stays 0 from the data's c = 0 (the mp route's 1/√(2π) − k at 50 digits
     left 1e-102, an unconverged reference)."""
+    if activation in ODD and norm == "none":
+        return "odd"
     if activation in ODD or (norm in ("batchnorm", "layernorm") and placement == "post") or (
             activation == "srelu" and norm in ("layernorm", "rmsnorm")):
         return "zero"
@@ -105,24 +108,36 @@ def _kind(activation, norm, placement):
     return "homogeneous" if activation in _SLOPE else ("srelu" if activation == "srelu" else "smooth")
 
 
-def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma", last=False):
+def path(L, activation, norm, placement, a, sigma_w, B=None, backend="numpy", where="depth.gamma", last=False,
+         sigma_b=0):
     """γ after hidden layers 1..L (the pre-activations of layer l + 1, the output for l = L; ``last``: only γ_L):
-    the first Dense, then L blocks, walked by the layer engine (igbsym.engine.walk, with its exact shortcuts)."""
+    the first Dense, then L blocks, walked by the layer engine (igbsym.engine.walk, with its exact shortcuts);
+    every Dense has biases N(0, σ_b²) (the readout's too)."""
     if backend == "numpy":
-        a, sigma_w = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_w, float))
+        a, sigma_w, sigma_b = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, sigma_w, sigma_b)))
     if activation == "srelu" and norm != "none":
         # φ(x) = relu(x) − k with k ∝ the nominal input sd (σ_w, or 1 after a pre-norm) is homogeneous in (x, k) and
         # every norm removes the scale: γ does not depend on σ_w (σ_w = 1 exactly; no overflow at σ_w = 1e308)
         sigma_w = np.ones(np.shape(sigma_w)) if backend == "numpy" else mpmath.mpf(1)
-    ops = block(activation, norm, placement, a, sigma_w, B, backend)
-    return engine.walk((O.Dense(None, sigma_w),), ops, L, backend, where, last)
+    ops = block(activation, norm, placement, a, sigma_w, B, backend, sigma_b)
+    return engine.walk((O.Dense(None, sigma_w, sigma_b),), ops, L, backend, where, last)
 
 
-def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma"):
-    """γ after hidden layers 1..L (a list of arrays broadcast over a, σ_w, B; B = inf is full batch)."""
+def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.gamma", sigma_b=0.0):
+    """γ after hidden layers 1..L (a list of arrays broadcast over a, σ_w, σ_b, B; B = inf is full batch)."""
     kind = _kind(activation, norm, placement)
-    a, sigma_w, B = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, sigma_w, B)))
+    a, sigma_w, sigma_b, B = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, sigma_w, sigma_b, B)))
     if kind == "zero":
+        return [np.zeros(a.shape)] * L
+    if sigma_b.any():                       # biases (no norm): the points with them, and those without
+        out = [np.zeros(a.shape) for _ in range(L)]
+        for mask in (sigma_b > 0, sigma_b == 0):
+            if mask.any() and (kind != "odd" or sigma_b[mask].any()):   # odd φ without bias: 0 exactly
+                for o, g in zip(out, path(L, activation, norm, placement, a[mask], sigma_w[mask], None, "numpy",
+                                          where, sigma_b=sigma_b[mask])):
+                    o[mask] = g
+        return out
+    if kind == "odd":
         return [np.zeros(a.shape)] * L
     finite = np.isfinite(B)
     if kind != "bn_pre" or not finite.any():
@@ -136,23 +151,33 @@ def np_path(L, activation, norm, placement, a, sigma_w, B=np.inf, where="depth.g
     return out
 
 
-def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma"):
+def mp_gamma(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma", sigma_b=0):
     """γ_L at the working mpmath precision (the reference route; the ops' mpmath maps composed)."""
-    if _kind(activation, norm, placement) == "zero":
+    kind = _kind(activation, norm, placement)
+    if kind == "zero" or (kind == "odd" and sigma_b == 0):
         return mpmath.mpf(0)
     return path(L, activation, norm, placement, a, sigma_w, None if mpmath.isinf(B) else int(B), "mpmath",
-                where, last=True)[-1]
+                where, last=True, sigma_b=sigma_b)[-1]
 
 
 # --- the registered cases ----------------------------------------------------------------------------------
 def exact_gamma(L, activation, norm, placement):
-    """The nested closed form of γ_L (SymPy) for the closed-form activations: the ops' SymPy maps composed."""
-    ops = block(activation, norm, placement, a_, sw_, shift_backend="sympy")
-    state = O.Dense(None, sw_).sym(O.input_state("sympy"))
+    """The nested closed form of γ_L (SymPy) for the closed-form activations: the ops' SymPy maps composed, with
+    the bias σ_b where it is used (``bias_used``)."""
+    sb = sb_ if bias_used(dict(activation=activation, norm=norm)) else 0
+    ops = block(activation, norm, placement, a_, sw_, shift_backend="sympy", sigma_b=sb)
+    state = O.Dense(None, sw_, sb).sym(O.input_state("sympy"))
     for _ in range(L):
         for op in ops:
             state = op.sym(state)
     return sp.simplify(state.c / (1 - state.c)) if L == 1 else state.c / (1 - state.c)
+
+
+def bias_used(case) -> bool:
+    """σ_b enters depth.gamma without a norm, in the width limit, for every activation but srelu (whose shift is
+    defined by layer 1's bias-free variance, App. G.3)."""
+    return (case.get("norm", "none") == "none" and case.get("activation") != "srelu"
+            and case.get("N", np.inf) == np.inf)
 
 
 def finite_supported(case) -> bool:
@@ -170,7 +195,7 @@ def _width_case(L, activation, norm, placement, N):
     return registry.delegate(
         "width.gamma", kw, "width.gamma: depth.gamma + width.coefficient/N (the delta method on the two-point "
         "empirical kernel)", "that of width.coefficient (1e-6 relative)",
-        sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"), ignore=("B",))
+        sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"), ignore=("B", "sigma_b"))
 
 
 def case(L, activation, norm, placement, where="depth.gamma", N=np.inf):
@@ -179,12 +204,14 @@ def case(L, activation, norm, placement, where="depth.gamma", N=np.inf):
     kind = _kind(activation, norm, placement)
     if kind == "zero":
         return sp.S.Zero
+    if kind == "odd" and activation == "identity" and L <= L_EXACT:      # the linear net: exact in σ_b
+        return exact_gamma(L, activation, norm, placement)
     if kind in ("homogeneous", "srelu") and L <= L_EXACT:
         return exact_gamma(L, activation, norm, placement)
     if kind == "bn_pre":
         method, error = ("constant in depth (Thm E.1): E[phi(Z)]^2/Var[phi(Z)], Z ~ N(0,1), for B = inf; "
                          f"{BN_FORM}(B) for finite B"), "that of the block map / " + BN_FORM
-    elif kind == "smooth":
+    elif kind in ("smooth", "odd"):
         method, error = f"{L}-fold composition of the (q, c, 1-c) block map with quadrature moments", QUAD_ERROR
         if activation in mehler.ACTIVATIONS and norm == "rmsnorm" and placement == "post":
             method += (f"; at sigma_w^2 <= {mehler.Q_MAX}: Mehler's power series of the block map at the fixed q, "
@@ -194,16 +221,20 @@ def case(L, activation, norm, placement, where="depth.gamma", N=np.inf):
                   f"L <= {L_EXACT})")
         error = "rounding only: relative error <= 1e-13 * L"
     method += "; stops at a fixed point of the block map (later layers repeat it)"
+    if kind == "odd":
+        method += "; 0 exactly at sigma_b = 0 (odd phi, symmetric data)"
     return NumericRoute(
-        lambda a, sigma_w, B=np.inf: np_path(L, activation, norm, placement, a, sigma_w, B, where)[-1],
-        lambda a, sigma_w, B=mpmath.inf: mp_gamma(L, activation, norm, placement, a, sigma_w, B, where),
+        lambda a, sigma_w, sigma_b=0.0, B=np.inf: np_path(L, activation, norm, placement, a, sigma_w, B, where,
+                                                          sigma_b)[-1],
+        lambda a, sigma_w, sigma_b=mpmath.mpf(0), B=mpmath.inf: mp_gamma(L, activation, norm, placement, a, sigma_w,
+                                                                          B, where, sigma_b),
         method, error, sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
 
 
-def _kernel(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma", N=np.inf):
+def _kernel(L, activation, norm, placement, a, sigma_w, B, where="depth.gamma", N=np.inf, sigma_b=0.0):
     if N != np.inf:
         return _width_case(L, activation, norm, placement, N).numpy(a=a, sigma_w=sigma_w)
-    return np_path(L, activation, norm, placement, a, sigma_w, B, where)[-1]
+    return np_path(L, activation, norm, placement, a, sigma_w, B, where, sigma_b)[-1]
 
 
 def _corr_kernel(activation, c, a):
@@ -228,12 +259,20 @@ def corr_map_expr(c, s):
     return 2 * s * c / (1 + s**2) + r * (sp.sqrt(1 - c**2) + c * (sp.pi - sp.acos(c))) / sp.pi
 
 
-DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = (\sigma_w^2, 0),\; "
-           r"(q_{l+1}, c_{l+1}) = \left(\sigma_w^2 E[\phi(u)^2],\ \frac{E[\phi(u)\phi(u')]}{E[\phi(u)^2]}\right),\;"
+DISPLAY = (r"\frac{c_L}{1-c_L},\; (q_1, c_1) = \left(\sigma_w^2 + \sigma_b^2, "
+           r"\frac{\sigma_b^2}{\sigma_w^2 + \sigma_b^2}\right),\; "
+           r"(q_{l+1}, c_{l+1}) = \left(\sigma_w^2 E[\phi(u)^2] + \sigma_b^2,\ \frac{\sigma_w^2 "
+           r"E[\phi(u)\phi(u')] + \sigma_b^2}{\sigma_w^2 E[\phi(u)^2] + \sigma_b^2}\right),\;"
            r"(u, u') \sim \mathcal{N}\left(0, q_l\begin{pmatrix}1 & c_l\\ c_l & 1\end{pmatrix}\right)"
            r"\quad\text{(norm placements: see summary)}")
 L_PARAM = Param("L", "integer", "number of hidden layers", structural=True, minimum=1, maximum=L_MAX)
 ACT, A, SW = P.ACTIVATION, P.LEAKY_A, P.SIGMA_W_PARAM
+sb_ = sp.Symbol("sigma_b", nonnegative=True)
+SB_PARAM = Param("sigma_b", "nonnegative", "bias sd: every Dense (the readout too) adds B ~ N(0, sigma_b^2), the "
+                 "mean-field convention Y = W phi(Y) + B; default 0 (no biases)", default=0.0, used_when=bias_used,
+                 used_text="with norm=none, an activation other than srelu and N = inf only")
+SB_UNUSED = Condition(sp.Eq(sb_, 0), "sigma_b = 0 (biases enter with norm=none, an activation other than srelu and "
+                                     "N = inf only)", applies=lambda case: not bias_used(case))
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
 B_USED = dataclasses.replace(B_PARAM, used_when=lambda case: (case.get("norm") == "batchnorm"
@@ -266,16 +305,19 @@ DEPTH_NOTE = ("The papers leave the recursion numeric (App. F.1); here it is the
               "is IGB-free for one hidden layer only: its fixed shift no longer centres deeper layers")
 
 register(ClosedForm(
-    "depth.gamma", "gamma at the output of an L-hidden-layer MLP (infinite width, N(0, I) data, zero biases, "
-                   "Kaiming weights) with an optional norm before (pre) or after (post) each activation.",
-    (L_PARAM, ACT, P.NORM, P.PLACEMENT, A, SW, B_USED, N_PARAM),
+    "depth.gamma", "gamma at the output of an L-hidden-layer MLP (infinite width, N(0, I) data, Kaiming weights, "
+                   "biases N(0, sigma_b^2) in every Dense, default 0) with an optional norm before (pre) or after "
+                   "(post) each activation; with biases gamma_L = q_ab/(q - q_ab) of the readout, c = gamma/(1 + "
+                   "gamma) its correlation (meanfield.*).",
+    (L_PARAM, ACT, P.NORM, P.PLACEMENT, A, SW, SB_PARAM, B_USED, N_PARAM),
     Provenance(IGB, "App. F.1-F.2 (depth), App. G; norm-placement-bn-ln.txt Thms E.1, E.2, F.2, F.3", DEPTH_NOTE
                + ". Finite N: width.gamma (Roberts-Yaida-Hanin chs. 4-5; README 'Finite width')"),
-    builder=case, kernel=lambda L, activation, norm, placement, a, sigma_w, B=np.inf, N=np.inf: _kernel(
-        L, activation, norm, placement, a, sigma_w, B, N=N), display=DISPLAY, accuracy=DEPTH_N_ACCURACY,
+    builder=case, kernel=lambda L, activation, norm, placement, a, sigma_w, sigma_b=0.0, B=np.inf, N=np.inf: _kernel(
+        L, activation, norm, placement, a, sigma_w, B, N=N, sigma_b=sigma_b), display=DISPLAY,
+    accuracy=DEPTH_N_ACCURACY,
     conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",
                           applies=lambda case: case.get("norm") == "batchnorm" and case.get("placement", "pre") == "pre"
-                          and _needs_full_batch(case.get("activation"))), N_FINITE)))
+                          and _needs_full_batch(case.get("activation"))), N_FINITE, SB_UNUSED)))
 register(ClosedForm(
     "depth.corr_map", "One hidden (leaky) ReLU layer maps the input correlation c of two independent inputs to "
                       "E[phi(u)phi(u')]/E[phi(u)^2]: the normalised degree-1 arc-cosine kernel.",

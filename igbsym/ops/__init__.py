@@ -6,8 +6,8 @@ public ``Op`` subclasses are exported from ``igbsym.ops`` (``OPS`` lists them by
 import importlib
 import pkgutil
 
-from .act import (SHIFT_CANCEL, arccos_kernel, arccos_map, erf_kernel, mp_sin_minus_tcos, relu_kernel, sin_minus_tcos,
-                  slope_ratio)
+from .act import (SHIFT_CANCEL, arccos_kernel, arccos_loss, arccos_map, erf_kernel, mp_sin_minus_tcos, relu_kernel,
+                  sin_minus_tcos, slope_ratio)
 from .base import E_MIN, Op, PoolSource, State, check_state, compose, degree, input_state
 from .datakernel import Kernel
 from .dense import SIGMA_W
@@ -21,6 +21,6 @@ for _mod in pkgutil.iter_modules(__path__):
 globals().update(OPS)
 NORM_OPS = {"batchnorm": BatchNorm, "layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
-__all__ = ["SHIFT_CANCEL", "arccos_kernel", "arccos_map", "erf_kernel", "mp_sin_minus_tcos", "relu_kernel",
-           "sin_minus_tcos", "slope_ratio", "E_MIN", "Op", "PoolSource", "State", "check_state", "compose", "degree",
-           "input_state", "Kernel", "SIGMA_W", "NORM_OPS", "OPS", *OPS]
+__all__ = ["SHIFT_CANCEL", "arccos_kernel", "arccos_loss", "arccos_map", "erf_kernel", "mp_sin_minus_tcos",
+           "relu_kernel", "sin_minus_tcos", "slope_ratio", "E_MIN", "Op", "PoolSource", "State", "check_state",
+           "compose", "degree", "input_state", "Kernel", "SIGMA_W", "NORM_OPS", "OPS", *OPS]

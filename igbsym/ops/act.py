@@ -45,6 +45,13 @@ def sin_minus_tcos(t):
     return np.where(t < 0.1, _stc_series(t, t * t), np.sin(t) - t * np.cos(t))
 
 
+def arccos_loss(e, r):
+    """1 − k_s(c) of the (leaky) ReLU map at e = 1 − c, r = slope_ratio(s) (NumPy): e − r(sin t − t cos t)/π with
+    t = arccos c = 2 arcsin √(e/2) taken from e, so no digit is lost as e → 0 (arccos(1 − e) loses eps/e of t)."""
+    e = np.asarray(e, float)
+    return e - r * sin_minus_tcos(2 * np.arcsin(np.sqrt(e / 2))) / np.pi
+
+
 def _stc_series(t, t2):
     return t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 * (1 / 45360 - t2 / 3991680))))
 

@@ -33,19 +33,29 @@ class Dense(Op):
     sigma_b: object = 0
     stage = "pre"
     starts_layer = draws_weights = True
-    keeps_share = True
 
     @classmethod
     def example(cls):
         return cls(4, 1.3)
 
     @property
+    def unbiased(self) -> bool:
+        """No bias at any point (σ_b = 0; a NumPy array of σ_b: 0 at every point; a SymPy symbol: False)."""
+        b = self.sigma_b
+        return bool(np.all(b == 0)) if isinstance(b, np.ndarray) else bool(b == 0)
+
+    @property
     def degree(self):
-        return 1 if self.sigma_b == 0 else None
+        return 1 if self.unbiased else None
+
+    @property
+    def keeps_share(self):
+        """Without a bias the map keeps (c, e); a bias shared by the data raises c (the arc-cosine route is off)."""
+        return self.unbiased
 
     def _map(self, s, w2=None):
         w2 = self.sigma_w**2 if w2 is None else w2
-        if self.sigma_b == 0:
+        if self.unbiased:
             return State(w2 * s.q, s.c, s.e, 0 * s.m)
         b2 = self.sigma_b**2
         q = w2 * s.q + b2
