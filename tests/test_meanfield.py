@@ -241,7 +241,7 @@ def test_phase_cli_bad_input_is_one_line_exit_2(args):
     assert out.returncode == 2 and out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
-# ------------------------------------------------------------------------------------------ gamma_L on the edge of chaos
+# ----------------------------------------------------------------------------------- gamma_L on the edge of chaos
 def _relu_eoc_e(a, sb2, L):
     """e_l = 1 − c_l, l = 1..L + 1 (row l; vectorised over σ_b²) of the leaky ReLU net (a = 0: ReLU) on its edge of
     chaos σ_w² = 1/h, h = (1 + a²)/2, from two independent inputs (q_1 = σ_w² + σ_b², e_1 = σ_w²/q_1): q_{l+1} =
@@ -385,18 +385,18 @@ def test_erf_eoc_growth_closed_form():
 
 
 def test_tanh_eoc_growth_against_mpmath_quad():
-    """tanh: the NumPy route and the form's mpmath route (fixed quadrature rules) against mpmath.quad at 40 digits:
+    """tanh: the NumPy route and the form's mpmath route (fixed quadrature rules) against mpmath.quad at 30 digits:
     q* the findroot of q − E tanh²/E sech⁴ = σ_b², C = q* E[tanh''²]/(2 E[tanh'²])."""
     form = get("gamma_eoc_growth")
-    for sb in (0.05, 0.7, 1.5):
-        with mpmath.workdps(40):
+    for sb in (0.05, 1.5):
+        with mpmath.workdps(30):
             sb2 = mpmath.mpf(sb) ** 2
             d1 = lambda x: mpmath.sech(x) ** 2  # noqa: E731
             S = lambda q: _mp_gauss(lambda x: mpmath.tanh(x) ** 2, q)  # noqa: E731
             A = lambda q: _mp_gauss(lambda x: d1(x) ** 2, q)  # noqa: E731
             q = mpmath.findroot(lambda q: q - S(q) / A(q) - sb2, (sb2, sb2 + 10), solver="anderson")
             ref = q * _mp_gauss(lambda x: (2 * mpmath.tanh(x) * d1(x)) ** 2, q) / (2 * A(q))
-        assert abs(form.mp(40, activation="tanh", sigma_b=sb) - ref) <= mpmath.mpf(10) ** -35 * ref
+        assert abs(form.mp(30, activation="tanh", sigma_b=sb) - ref) <= mpmath.mpf(10) ** -26 * ref
         assert float(form.numpy(activation="tanh", sigma_b=sb)) == pytest.approx(float(ref), rel=1e-12)
 
 
