@@ -14,6 +14,10 @@ Convention: Y^(l) = W φ(Y^(l−1)) + B, W ~ N(0, σ_w²/N), B ~ N(0, σ_b²), w
 - phase: sign(ln χ_1) as −1 (ordered), 0 (critical: |χ_1 − 1| <= 1e-12, the routes' accuracy), +1 (chaotic).
 - gamma_inf: γ_∞ = c*/(1 − c*) of the readout pre-activations (γ_L = q_ab/(q − q_ab), the issue's convention):
   finite in the chaotic phase, +inf in the ordered phase and on the critical line (c* = 1: γ_L grows without bound).
+- gamma_eoc_growth: C = lim γ_L/L^p on the edge of chaos (how γ_L grows there): p = 2, C = 8r²/(9π²) for (leaky)
+  ReLU (r = (1 − a)²/(1 + a²); four times the zero-bias law, every σ_b > 0); p = 1, C = σ_w² q* E[φ''(√q* Z)²]/2 for
+  erf (2q*²/(1 + 4q*)) and tanh (quadrature). Registered as the coefficient, not C L^p: the limit is exact, C L^p only
+  the leading term (derivations/meanfield.py states the subleading orders). Ordered phase: γ_L ∝ χ_1^{−L} (ξ_c).
 Exact in SymPy for relu / leaky_relu (E φ² = q(1 + a²)/2: q* = σ_b²/(1 − χ_1), χ_1 = σ_w²(1 + a²)/2 = χ_c = χ_q, c* = 1,
 EOC σ_w² = 2/(1 + a²) for every σ_b; valid for σ_w²(1 + a²) < 2, beyond which q* diverges: these nets are never
 chaotic). erf: the arcsine kernel (2/π) arcsin(2qc/(1 + 2q)) in closed form (derivations/meanfield.py), roots by
