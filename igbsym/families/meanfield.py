@@ -232,6 +232,16 @@ def _growth_case(activation):
         / (2 * _EXP(sp.Symbol(r"\phi'") ** 2)))
 
 
+def _growth_kernel(activation, sigma_b, a=0.01):
+    """8 r^2/(9 pi^2) with r = (1 - a)^2/(1 + a^2) formed as (1/a - 1)^2/(1/a^2 + 1) for |a| > 1 (no overflow at
+    |a| = 1e308); relu r = 1."""
+    a = np.asarray(a, float) if activation == "leaky_relu" else np.zeros(())
+    big = np.abs(a) > 1
+    b = np.where(big, 1 / np.where(big, a, 1.0), a)
+    r = np.where(big, (b - 1) ** 2 / (b * b + 1), (1 - a) ** 2 / (1 + a * a))
+    return 8 * r * r / (9 * np.pi**2) + 0 * np.asarray(sigma_b, float)
+
+
 register(ClosedForm(
     "meanfield.gamma_eoc_growth",
     "C = lim gamma_L/L^p on the edge of chaos (sigma_w = eoc_sigma_w(sigma_b), sigma_b > 0): gamma_L ~ C L^p with "
@@ -244,4 +254,4 @@ register(ClosedForm(
                "derivations/meanfield.py (the maps expanded at e = 1 - c -> 0, the ansatz e_l = beta/l^p solved)",
                "the coefficient, not C L^p: it is the exact limit lim gamma_L/L^p (C L^p is only the leading term: "
                "at L = 1e5 relu is still 0.1-8% from it, depending on sigma_b)"),
-    builder=_growth_case, accuracy=EOC_GROWTH_ACCURACY, conditions=EOC_CONDITIONS))
+    builder=_growth_case, kernel=_growth_kernel, accuracy=EOC_GROWTH_ACCURACY, conditions=EOC_CONDITIONS))
