@@ -228,8 +228,8 @@ def _growth_case(activation):
         lambda sigma_b, a=mpmath.mpf("0.01"): MF.eoc_growth_mp(activation, a, sigma_b),
         method + ", q* the root of q - E[phi^2]/E[phi'^2] = sigma_b^2 (eoc_sigma_w's); mpmath: the Illinois root "
         "and the fixed quadrature rules (gauss.moments_mp) for E[phi'^2], E[phi''^2]", EOC_GROWTH_ACCURACY.reason,
-        2 * QE**2 / (1 + 4 * QE) if activation == "erf" else QE * _EXP(sp.Symbol(r"\phi''") ** 2)
-        / (2 * _EXP(sp.Symbol(r"\phi'") ** 2)))
+        2 * QE**2 / (1 + 4 * QE) if activation == "erf" else QE * _EXP(sp.Symbol(r"{\phi''}") ** 2)
+        / (2 * _EXP(sp.Symbol(r"{\phi'}") ** 2)))
 
 
 def _growth_kernel(activation, sigma_b, a=0.01):
