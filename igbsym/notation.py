@@ -149,6 +149,11 @@ NOTATION = {
     "meanfield.chi_1": N(r"\chi_1^{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.chi_c": N(r"\chi_c^{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.eoc_sigma_w": N(r"\sigma_w^{\mathrm{EOC}}(<activation>; \sigma_b)"),
+    "meanfield.gamma_eoc_growth": N(r"C_{<activation>}(\sigma_b)", general=(
+        r"\lim_{L\to\infty} \gamma_L / L^{p}\ \text{at}\ \sigma_w = \sigma_w^{\mathrm{EOC}}(\sigma_b)",
+        r"p = 2:\ C = \frac{8 r^{2}}{9 \pi^{2}},\ r = \frac{(1 - a)^{2}}{1 + a^{2}}\ (\phi_a)",
+        r"p = 1:\ C = \tfrac{1}{2} \sigma_w^{2} q^* \mathbb{E}\left[\phi''(\sqrt{q^*} Z)^{2}\right]\ "
+        r"(\mathrm{erf}, \tanh)")),
     "meanfield.gamma_inf": N(r"\gamma_\infty^{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.phase": N(r"\operatorname{sign}\ln\chi_1^{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.q_star": N(r"q^*_{<activation>}(\sigma_w, \sigma_b)"),

@@ -10,6 +10,8 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import optimize
 
 import igbsym
@@ -237,3 +239,175 @@ def test_phase_cli_json_and_plot(tmp_path):
 def test_phase_cli_bad_input_is_one_line_exit_2(args):
     out = _cli(*args)
     assert out.returncode == 2 and out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+# ----------------------------------------------------------------------------------- gamma_L on the edge of chaos
+def _relu_eoc_e(a, sb2, L):
+    """e_l = 1 − c_l, l = 1..L + 1 (row l; vectorised over σ_b²) of the leaky ReLU net (a = 0: ReLU) on its edge of
+    chaos σ_w² = 1/h, h = (1 + a²)/2, from two independent inputs (q_1 = σ_w² + σ_b², e_1 = σ_w²/q_1): q_{l+1} =
+    q_l + σ_b², e_{l+1} = (q_l/q_{l+1})(e_l − r(sin t − t cos t)/π), r = (1 − a)²/(1 + a²) (the arc-cosine map), in
+    the stable form t = 2 arcsin √(e/2) (cos t = 1 − e exactly) with sin t − t cos t by its Taylor series for
+    t < 0.01, so e ~ 1e-11 keeps its digits (MF.trajectory forms c = 1 − e and arccos c)."""
+    sb2 = np.asarray(sb2, float)
+    r, sw2 = (1 - a) ** 2 / (1 + a * a), 2 / (1 + a * a)
+    q, e = sw2 + sb2, sw2 / (sw2 + sb2)
+    out = np.empty((L + 2,) + sb2.shape)
+    out[1] = e
+    for l in range(1, L + 1):
+        t = 2 * np.arcsin(np.sqrt(e / 2))
+        t2 = t * t
+        small = t * t2 * (1 / 3 - t2 * (1 / 30 - t2 * (1 / 840 - t2 / 45360)))
+        lost = e - r * np.where(t < 1e-2, small, np.sin(t) - t * np.cos(t)) / math.pi
+        e, q = q / (q + sb2) * lost, q + sb2
+        out[l + 1] = e
+    return out
+
+
+def _gamma(e):
+    """γ_L = (1 − e_{L+1})/e_{L+1} (the readout after L hidden layers), row L."""
+    return (1 - e[1:]) / e[1:]
+
+
+def _richardson_tail(f, L1, L2, factor, weight):
+    """The two Richardson values R(L) = (w f(factor L) − f(L))/(w − 1) at L1 and L2 = factor·L1, and the tail bound
+    |R(L2) − R(L1)|: where the remainder of R shrinks at least twofold from L1 to L2, |R(L2) − R_∞| <= that bound."""
+    R = [(weight * f(factor * L) - f(L)) / (weight - 1) for L in (L1, L2)]
+    return R[1], np.abs(R[1] - R[0])
+
+
+@pytest.mark.parametrize("a", [0.0, 0.2, -0.5])
+def test_relu_eoc_growth_is_the_iterated_map(a):
+    """(Leaky) ReLU with biases on the edge of chaos: γ_L/(C L²) → 1 with C = 8r²/(9π²). The stated subleading
+    order (derivations/meanfield.py): γ_L/(C L²) = 1 + D L^{-1/2} + O(ln L/L), D depending on σ_b and the input.
+    Richardson in L^{-1/2} (L, 4L: weight 2) removes D; its O(ln L/L) remainder shrinks ~3.4-fold from L = 6250 to
+    25000, so |R(25000) − 1| must be below the tail bound |R(25000) − R(6250)|. The zero-bias coefficient
+    2r²/(9π²) (depth.gamma's law) in its place gives R ≈ 4 and fails."""
+    sb = np.array([0.1, 0.3, 0.5, 1.0, 3.0])
+    e = _relu_eoc_e(a, sb**2, 100000)
+    g = _gamma(e)
+    form = get("gamma_eoc_growth")
+    C = form.numpy(activation="leaky_relu" if a else "relu", a=a, sigma_b=sb)
+    r = (1 - a) ** 2 / (1 + a * a)
+    assert C == pytest.approx(8 * r * r / (9 * math.pi**2), rel=1e-14)
+
+    def ratio(coef):
+        return lambda L: g[L] / (coef * L * L)
+    R, tail = _richardson_tail(ratio(C), 6250, 25000, 4, 2.0)
+    assert np.all(np.abs(R - 1) <= tail), (R - 1, tail)
+    assert np.all(tail < 0.05)
+    R0, tail0 = _richardson_tail(ratio(2 * r * r / (9 * math.pi**2)), 6250, 25000, 4, 2.0)
+    assert np.all(np.abs(R0 - 1) > tail0)                       # the mutation: the zero-bias coefficient fails
+    # the engine's trajectory (arccos of c = 1 − e) is the same map: agreement at L = 2000
+    if a == 0.0:
+        tr = MF.trajectory("relu", 0.0, math.sqrt(2), sb, 2001)
+        assert np.asarray(tr[2000][1]) == pytest.approx(e[2001], rel=1e-8)
+
+
+@settings(max_examples=10)
+@given(st.floats(0.3, 3.0))
+def test_relu_eoc_growth_at_any_bias(sb):
+    """Hypothesis over σ_b: the same Richardson tail test at L = 1000, 4000 (the law holds for every σ_b > 0)."""
+    g = _gamma(_relu_eoc_e(0.0, np.array([sb * sb]), 16000))[:, 0]
+    C = float(get("gamma_eoc_growth").numpy(activation="relu", sigma_b=sb))
+    R, tail = _richardson_tail(lambda L: g[L] / (C * L * L), 1000, 4000, 4, 2.0)
+    assert abs(R - 1) <= tail < 0.05
+
+
+_ZT = np.linspace(-45, 45, 4501)                 # trapezoid in z, step 0.02 (exponentially accurate: analytic φ)
+_HALF = np.exp(-_ZT**2 / 4)
+_KH = 300
+
+
+def _hermite_rows():
+    """The orthonormal Hermite functions h_k(z) e^{-z²/4}, k < 300 (stable three-term recurrence)."""
+    h = np.empty((_KH, _ZT.size))
+    h[0], h[1] = _HALF, _ZT * _HALF
+    for k in range(1, _KH - 1):
+        h[k + 1] = (_ZT * h[k] - math.sqrt(k) * h[k - 1]) / math.sqrt(k + 1)
+    return h * _HALF * (_ZT[1] - _ZT[0]) / math.sqrt(2 * math.pi)
+
+
+def _smooth_eoc_e(phi, sw, sb, L):
+    """e_l, l = 1..L + 1, of the smooth net from two independent inputs: Mehler's series written here (β_k =
+    (E φ(√q Z) He_k(Z))²/k! by the trapezoid rule), e' = (σ_w²/q') Σ β_k(q)(1 − (1 − e)^k), q' = σ_w² Σ β_k + σ_b²
+    (β frozen once q is at its fixed point to 1e-16); and the series' own χ_1 = σ_w² Σ k β_k/q*."""
+    rows = _hermite_rows()
+    sw2, sb2 = sw * sw, sb * sb
+    q, e, k, frozen = sw2 + sb2, sw2 / (sw2 + sb2), np.arange(float(_KH)), False
+    out = np.empty(L + 2)
+    out[1] = e
+    for l in range(1, L + 1):
+        if not frozen:
+            beta = (rows @ phi(math.sqrt(q) * _ZT)) ** 2
+            q_next = sw2 * beta.sum() + sb2
+            frozen = abs(q_next - q) <= 1e-16 * q
+        else:
+            q_next = q
+        e, q = sw2 * (beta * -np.expm1(k * math.log1p(-e))).sum() / q_next, q_next
+        out[l + 1] = e
+    return out, sw2 * (k * beta).sum() / q
+
+
+@pytest.mark.parametrize("act, sb", [("tanh", 0.05), ("tanh", 0.3), ("erf", 0.05), ("erf", 0.3)])
+def test_smooth_eoc_growth_is_the_iterated_map(act, sb):
+    """tanh / erf on the edge of chaos: γ_L = C L + K ln L + O(1) (derivations/meanfield.py), so the difference
+    quotient (γ_{2L} − γ_L)/(C L) = 1 + κ/L + O(ln L/L²); Richardson in 1/L (L, 4L: weight 4) leaves
+    O(ln L/L²), ~13-fold smaller from L = 3125 to 12500: |R(12500) − 1| below the tail bound |R(12500) − R(3125)|
+    (a 1e-5 change of C fails it). Also γ_L/(C L) → 1 itself at L = 1e5 within the O(ln L/L) it states."""
+    from scipy.special import erf
+    sw = float(get("eoc_sigma_w").numpy(activation=act, sigma_b=sb))
+    e, chi1 = _smooth_eoc_e(np.tanh if act == "tanh" else erf, sw, sb, 100000)
+    assert chi1 == pytest.approx(1, abs=1e-12)                 # the independent series sits on the edge of chaos
+    g = _gamma(e)
+    C = float(get("gamma_eoc_growth").numpy(activation=act, sigma_b=sb))
+
+    def quotient(coef):
+        return lambda L: (g[2 * L] - g[L]) / (coef * L)
+    R, tail = _richardson_tail(quotient(C), 3125, 12500, 4, 4.0)
+    assert abs(R - 1) <= tail < 1e-4, (R - 1, tail)
+    Rm, tailm = _richardson_tail(quotient(C * (1 + 1e-4)), 3125, 12500, 4, 4.0)
+    assert abs(Rm - 1) > tailm
+    assert abs(g[100000] / (C * 1e5) - 1) < 20 * math.log(1e5) / 1e5
+
+
+def test_erf_eoc_growth_closed_form():
+    """erf: E erf''(√q Z)² = 16q/(π(1 + 4q)^{3/2}) (SymPy integral) and σ_w² = π√(1 + 4q)/4 on the edge of chaos give
+    C = 2q*²/(1 + 4q*); the route's value against its mpmath quadrature route (independent of the closed form)."""
+    x, q = sp.Symbol("x", real=True), sp.Symbol("q", positive=True)
+    d2 = sp.diff(sp.erf(x), x, 2)
+    m = sp.integrate(d2**2 * sp.exp(-x**2 / (2 * q)) / sp.sqrt(2 * sp.pi * q), (x, -sp.oo, sp.oo))
+    assert sp.simplify(m - 16 * q / (sp.pi * (1 + 4 * q) ** sp.Rational(3, 2))) == 0
+    assert sp.simplify(sp.pi * sp.sqrt(1 + 4 * q) / 4 * q * m / 2 - 2 * q**2 / (1 + 4 * q)) == 0
+    form = get("gamma_eoc_growth")
+    for sb in (1e-3, 0.3, 5.0):
+        assert float(form.numpy(activation="erf", sigma_b=sb)) == pytest.approx(
+            float(form.mp(30, activation="erf", sigma_b=sb)), rel=1e-12)
+
+
+def test_tanh_eoc_growth_against_mpmath_quad():
+    """tanh: the NumPy route and the form's mpmath route (fixed quadrature rules) against mpmath.quad at 30 digits:
+    q* the findroot of q − E tanh²/E sech⁴ = σ_b², C = q* E[tanh''²]/(2 E[tanh'²])."""
+    form = get("gamma_eoc_growth")
+    for sb in (0.05, 1.5):
+        with mpmath.workdps(30):
+            sb2 = mpmath.mpf(sb) ** 2
+            d1 = lambda x: mpmath.sech(x) ** 2  # noqa: E731
+            S = lambda q: _mp_gauss(lambda x: mpmath.tanh(x) ** 2, q)  # noqa: E731
+            A = lambda q: _mp_gauss(lambda x: d1(x) ** 2, q)  # noqa: E731
+            q = mpmath.findroot(lambda q: q - S(q) / A(q) - sb2, (sb2, sb2 + 10), solver="anderson")
+            ref = q * _mp_gauss(lambda x: (2 * mpmath.tanh(x) * d1(x)) ** 2, q) / (2 * A(q))
+        assert abs(form.mp(30, activation="tanh", sigma_b=sb) - ref) <= mpmath.mpf(10) ** -26 * ref
+        assert float(form.numpy(activation="tanh", sigma_b=sb)) == pytest.approx(float(ref), rel=1e-12)
+
+
+@pytest.mark.parametrize("act, sw, sb", [("relu", math.sqrt(1.5), 0.5), ("leaky_relu", 1.2, 0.3),
+                                         ("tanh", 1.0, 0.3), ("erf", 1.0, 0.5)])
+def test_ordered_phase_gamma_grows_at_rate_one_over_xi_c(act, sw, sb):
+    """Ordered phase (χ_1 < 1): q → q*, e_{l+1}/e_l → χ_1, so ln γ_{L+1} − ln γ_L → −ln χ_1 = 1/ξ_c (meanfield.xi_c);
+    the approach is geometric (O(√e_L) for ReLU, O(e_L) + O(χ_q^L) for smooth φ), below 1e-9 at L = 240."""
+    tr = MF.trajectory(act, 0.2, sw, sb, 242)
+    (_, e1), (_, e2) = tr[-2], tr[-1]
+    rate = math.log((1 - float(e2)) / float(e2)) - math.log((1 - float(e1)) / float(e1))
+    kw = dict(activation=act, sigma_w=sw, sigma_b=sb, a=0.2)
+    assert val("phase", **kw) == -1.0
+    assert rate == pytest.approx(1 / val("xi_c", **kw), rel=1e-9)

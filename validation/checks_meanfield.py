@@ -31,8 +31,8 @@ from igbsym.gauss.hermite import series
 from .checks import register_check, register_sizes, reusable, seed_for, size, z_result
 from .stats import ratio_estimate
 
-register_sizes("meanfield", quick={"widths": (500, 1000), "inits": 24, "pairs": 32, "depth": 30},
-               thorough={"widths": (1000, 2000), "inits": 64, "pairs": 64, "depth": 40})
+register_sizes("meanfield", quick={"widths": (500, 1000), "inits": 24, "pairs": 32, "depth": 30, "chains": 4000},
+               thorough={"widths": (1000, 2000), "inits": 64, "pairs": 64, "depth": 40, "chains": 16000})
 CHAOS, ORDER = (2.0, 0.3), (1.0, 0.3)       # tanh (σ_w, σ_b): chaotic (c* = 0.264) and ordered (c* = 1) points
 RELU = (math.sqrt(1.5), 0.5)               # relu, ordered: q* = 1
 RHO0 = 0.0                                 # independent inputs (the IGB setting): c_1 = σ_b²/q_1, below c*
@@ -230,3 +230,69 @@ def check_edge_of_chaos(ctx) -> list:
                      sw, est, chi1[1] / slope, ws[-1], seed_for(ctx, "meanfield_eoc"), bias_bound=bias,
                      note=f"chi_1-hat = {chi1[0]:.5f} +- {chi1[1]:.2g} at sigma_w^2 = {sw * sw:.5f}; "
                           f"slope {slope:.4f} (theory); second-order term of the Newton step below the SE")]
+
+
+
+EOC_SB = 0.5     # relu on its edge of chaos (sigma_w^2 = 2) at this sigma_b: gamma_L/L^2 is within 2-6% of its limit at
+                 # L = 30-40 (the trajectory's distance, the bias bound); the L^{-1/2} term changes sign near here
+
+
+@reusable
+def _eoc_chains(ctx, width, depth, chains, sw, sb, seed):
+    """[2, chains] (Q, Q_ab) of layer ``depth`` of a width-N relu MLP with biases on two inputs with |x|^2/N = 1,
+    x_a.x_b = 0, its weights integrated out (exact in law: given layer l the units of layer l + 1 are i.i.d.
+    N(0, sigma_w^2 phi phi^T/N + sigma_b^2) over units, a 2 x 2 covariance per chain; layer 1 has q_1 = sigma_w^2 +
+    sigma_b^2, covariance sigma_b^2). O(chains N) a layer instead of the N^2 weight draws of a network; chains are
+    independent networks."""
+    gen = torch.Generator().manual_seed(seed_for(ctx, "meanfield_eoc_growth", seed, width))
+    kaa = torch.full((chains,), sw * sw + sb * sb, dtype=torch.float64)
+    kbb, kab = kaa.clone(), torch.full((chains,), sb * sb, dtype=torch.float64)
+    for layer in range(depth):
+        za, zb = (torch.randn(chains, width, generator=gen, dtype=torch.float64) for _ in range(2))
+        la = kaa.sqrt()
+        lb = (kab / la)
+        lc = (kbb - lb * lb).clamp_min(0).sqrt()
+        ha, hb = la[:, None] * za, lb[:, None] * za + lc[:, None] * zb
+        if layer == depth - 1:
+            return np.stack([((ha * ha + hb * hb).mean(1) / 2).numpy(), (ha * hb).mean(1).numpy()])
+        pa, pb = ha.clamp_min(0), hb.clamp_min(0)
+        kaa, kbb = sw * sw * (pa * pa).mean(1) + sb * sb, sw * sw * (pb * pb).mean(1) + sb * sb
+        kab = sw * sw * (pa * pb).mean(1) + sb * sb
+
+
+@register_check("meanfield_eoc_growth", forms=["meanfield.gamma_eoc_growth"])
+def check_eoc_growth(ctx) -> list:
+    """ReLU MLPs with biases on the edge of chaos (sigma_w = eoc_sigma_w, sigma_b = 0.5), sampled as exact chains
+    (``_eoc_chains``) at two widths, extrapolated in 1/N: gamma_L/L^2 of the readout after L hidden layers against
+    C = lim gamma_L/L^2; bias bound: the mean-field trajectory's |gamma_L/L^2 - C| at that L. (tanh/erf, p = 1, are
+    not simulated: their O(ln L) term leaves gamma_L/L some 10-20% from C at L = 30, a bias bound wider than a
+    mutation.)"""
+    form = igbsym.get("meanfield.gamma_eoc_growth")
+    sw = float(igbsym.get("meanfield.eoc_sigma_w").numpy(activation="relu", sigma_b=EOC_SB))
+    C = float(form.numpy(activation="relu", sigma_b=EOC_SB))
+    depth, ws, n = size(ctx, "meanfield.depth"), size(ctx, "meanfield.widths"), size(ctx, "meanfield.chains")
+    L = depth - 1                                   # layer `depth` is the readout after depth - 1 hidden layers
+    ctx.progress(f"meanfield: relu on the edge of chaos, sigma_b = {EOC_SB}, {n} chains, readout after {L} layers")
+    est = [(*_gamma(*(lambda d: (d[1], d[0]))(_eoc_chains(ctx, w, depth, n, sw, EOC_SB, "growth"))), w) for w in ws]
+    g_hat = _extrapolate(est)
+    g_th, limit, tail = _trajectory_limit(sw, EOC_SB, L)
+    return [z_result("meanfield.gamma_eoc_growth", f"relu sigma_b = {EOC_SB}: gamma_L/L^2 at L = {L}", C,
+                     g_hat[0] / L**2, g_hat[1] / L**2, n, seed_for(ctx, "meanfield_eoc_growth"),
+                     bias_bound=abs(g_th - limit) + tail,
+                     note=f"N = {ws} extrapolated in 1/N, {n} chains each; bias: the trajectory's gamma_L/L^2 = "
+                          f"{g_th:.5f} vs its own limit {limit:.5f} +- {tail:.1g} (Richardson in L^(-1/2) at L = "
+                          f"{GROWTH_LS}, not the form)")]
+
+
+GROWTH_LS = (6250, 25000, 100000)
+
+
+def _trajectory_limit(sw, sb, L):
+    """(gamma_L/L^2 of the relu trajectory, its L -> inf limit, that limit's tail bound), from the trajectory alone:
+    gamma_L/L^2 = lim + D L^(-1/2) + O(ln L/L) (derivations/meanfield.py), so R(L) = 2 f(4L) - f(L) at L = 25000
+    (remainder O(ln L/L) ~ 1e-4) with |R(25000) - R(6250)| its bound."""
+    traj = _theory("relu", (sw, sb), GROWTH_LS[-1] + 1)
+    f = {l: (1 - float(traj[l][1])) / float(traj[l][1]) / l**2 for l in (L, *GROWTH_LS)}
+    r_hi = 2 * f[GROWTH_LS[2]] - f[GROWTH_LS[1]]
+    r_lo = 2 * f[GROWTH_LS[1]] - f[GROWTH_LS[0]]
+    return f[L], r_hi, abs(r_hi - r_lo)

@@ -26,10 +26,10 @@ import numpy as np
 
 from .. import activations as acts
 from ..errors import NumericalError
-from ..gauss import derivative_moment_mp, moments_mp, pair_mp
+from ..gauss import derivative_moment_mp, moments_mp, normal_nodes, pair_mp
 from ..gauss.hermite import Q_MAX_SERIES, moments_vec, series
 from ..gauss.rules import mp_level, mp_nested
-from ..numerics import bracketed_newton
+from ..numerics import bracketed_newton, row_dot
 from ..ops import arccos_loss, slope_ratio
 
 HOMOGENEOUS = ("relu", "leaky_relu")
@@ -38,6 +38,7 @@ ACTIVATIONS = HOMOGENEOUS + ("erf",) + QUADRATURE
 CRITICAL_TOL = 1e-12     # |χ_1 − 1| below this is the critical line (phase 0): the routes' own accuracy
 Q_MAX_MP = 100.0         # the mpmath nested quadrature's range (gauss.Q_MAX)
 STEPS = 200
+GROWTH_NODES = normal_nodes(0.05)
 
 
 def _erf_S(q):
@@ -178,6 +179,12 @@ def eoc_np(name, a, sigma_b):
     a, sb = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_b, float))
     if name in HOMOGENEOUS:
         return np.sqrt(2 / (1 + (a * a if name == "leaky_relu" else 0 * a)))
+    q, aa = eoc_q_np(name, a, sb)
+    return (1 / np.sqrt(_moments(name, aa, q)[2])).reshape(sb.shape)
+
+
+def eoc_q_np(name, a, sb):
+    """(q* on the edge of chaos [flat], the leaky slope as a float) of a smooth φ at σ_b (``eoc_np``'s root)."""
     b2 = (sb * sb).ravel()
     aa = float(a.flat[0]) if a.size else 0.0
 
@@ -207,8 +214,29 @@ def eoc_np(name, a, sigma_b):
                            STEPS)
     if bad.size:
         raise NumericalError(f"meanfield.eoc_sigma_w: the edge of chaos did not converge ({bad.size} points)")
-    A = _moments(name, aa, x)[2]
-    return (1 / np.sqrt(A)).reshape(sb.shape)
+    return x, aa
+
+
+def eoc_growth_np(name, a, sigma_b):
+    """B = lim γ_L/L on the edge of chaos of a smooth odd φ at σ_b: the map of e = 1 − c at q* is e' = e − B e² +
+    O(e³) with B = σ_w² q* E[φ''(u)²]/2 = q* E[φ''(u)²]/(2 E[φ'(u)²]) (σ_w² = 1/E φ'², Mehler's series: its second
+    c-derivative at c = 1 is q*² E φ''², Price's theorem), so 1/e_L = B L + O(ln L). erf: E erf''(u)² =
+    16q/(π(1 + 4q)^{3/2}) and E erf'² = 4/(π√(1 + 4q)) give B = 2q*²/(1 + 4q*) (derivations/meanfield.py); tanh:
+    E φ''², E φ'² by composite Gauss–Legendre on a fixed z-grid (panels 0.05 <= 0.4/√q for q <= 64: relative error
+    <= 1e-12, ``gauss.univariate``'s bound; the edge of chaos has q* <= 5.2 over the form's domain)."""
+    sb = np.asarray(sigma_b, float)
+    a = np.broadcast_to(np.asarray(a, float), sb.shape)
+    if name == "erf":
+        q = eoc_q_np(name, a, sb)[0]
+        return (2 * q * q / (1 + 4 * q)).reshape(sb.shape)
+    # point by point: moments_vec sizes its nodes by a chunk's largest q, so an array's roots would round
+    # differently from the scalar calls
+    q = np.array([eoc_q_np(name, a.flat[i], sb.flat[i])[0][0] for i in range(sb.size)])
+    d = acts.derivatives(name, "numpy")
+    z, w = GROWTH_NODES              # one grid for every point: an array's entries equal the scalar calls
+    x = np.sqrt(q)[:, None] * z
+    d1, d2 = (row_dot(np.asarray(d(x)[k], float) ** 2 + 0 * x, w) for k in (0, 1))
+    return (q * d2 / (2 * d1)).reshape(sb.shape)
 
 
 # --------------------------------------------------------------------------------------------- mpmath references
@@ -287,6 +315,23 @@ def eoc_mp(name, a, sb, q_guess=None):
     """σ_w on the edge of chaos at the working precision: the root in q of q − S/A − σ_b² (mpmath moments)."""
     dps = mpmath.mp.dps
     with mpmath.workdps(dps + 10):
+        return 1 / mpmath.sqrt(derivative_moment_mp(name, eoc_q_mp(name, a, sb, q_guess), dps + 10))
+
+
+def eoc_growth_mp(name, a, sb):
+    """``eoc_growth_np`` at the working precision by quadrature for every smooth φ (erf too: independent of its
+    closed form): B = q* E[φ''²]/(2 E[φ'²]) with q* the mpmath root on the edge of chaos."""
+    dps = mpmath.mp.dps
+    with mpmath.workdps(dps + 10):
+        q = eoc_q_mp(name, a, sb)
+        A, half_d2 = moments_mp(name, a, q, dps + 10, "taylor")
+        return q * half_d2 / A
+
+
+def eoc_q_mp(name, a, sb, q_guess=None):
+    """q* on the edge of chaos at the working precision: the root in q of q − S/A − σ_b² (mpmath moments)."""
+    dps = mpmath.mp.dps
+    with mpmath.workdps(dps + 10):
         sb = mpmath.mpf(sb)
 
         def parts(q):
@@ -306,8 +351,7 @@ def eoc_mp(name, a, sb, q_guess=None):
             hi *= 2
             if hi > Q_MAX_MP:
                 raise NumericalError("meanfield.eoc_sigma_w: the edge of chaos lies beyond the mpmath route's range")
-        q = _illinois(resid, lo, hi, "the edge of chaos")
-        return 1 / mpmath.sqrt(parts(q)[1])
+        return _illinois(resid, lo, hi, "the edge of chaos")
 
 
 def depth_scale(chi):

@@ -14,6 +14,10 @@ Convention: Y^(l) = W φ(Y^(l−1)) + B, W ~ N(0, σ_w²/N), B ~ N(0, σ_b²), w
 - phase: sign(ln χ_1) as −1 (ordered), 0 (critical: |χ_1 − 1| <= 1e-12, the routes' accuracy), +1 (chaotic).
 - gamma_inf: γ_∞ = c*/(1 − c*) of the readout pre-activations (γ_L = q_ab/(q − q_ab), the issue's convention):
   finite in the chaotic phase, +inf in the ordered phase and on the critical line (c* = 1: γ_L grows without bound).
+- gamma_eoc_growth: C = lim γ_L/L^p on the edge of chaos (how γ_L grows there): p = 2, C = 8r²/(9π²) for (leaky)
+  ReLU (r = (1 − a)²/(1 + a²); four times the zero-bias law, every σ_b > 0); p = 1, C = σ_w² q* E[φ''(√q* Z)²]/2 for
+  erf (2q*²/(1 + 4q*)) and tanh (quadrature). Registered as the coefficient, not C L^p: the limit is exact, C L^p only
+  the leading term (derivations/meanfield.py states the subleading orders). Ordered phase: γ_L ∝ χ_1^{−L} (ξ_c).
 Exact in SymPy for relu / leaky_relu (E φ² = q(1 + a²)/2: q* = σ_b²/(1 − χ_1), χ_1 = σ_w²(1 + a²)/2 = χ_c = χ_q, c* = 1,
 EOC σ_w² = 2/(1 + a²) for every σ_b; valid for σ_w²(1 + a²) < 2, beyond which q* diverges: these nets are never
 chaotic). erf: the arcsine kernel (2/π) arcsin(2qc/(1 + 2q)) in closed form (derivations/meanfield.py), roots by
@@ -194,3 +198,60 @@ register(ClosedForm(
     (ACT, A, SB), Provenance(SLIDES, SCHOENHOLZ + " Sec. 3 (chi_1 = 1); Poole et al. 2016", "the order-to-chaos "
                                                  "transition; on it xi_c = inf"),
     builder=_eoc_case, accuracy=ACCURACY, conditions=EOC_CONDITIONS))
+
+
+# --------------------------------------------------------------------------------------------- gamma_L on the EOC
+GROWTH_POWER = {"relu": 2, "leaky_relu": 2, "erf": 1, "tanh": 1}   # p in gamma_L ~ C L^p on the edge of chaos
+EOC_GROWTH_ACCURACY = Accuracy(1e-9, "relu/leaky_relu: exact (rounding only); erf: 2 q*^2/(1 + 4 q*) at the edge of "
+                                     "chaos root q* (safeguarded Newton); tanh: q* E[phi''^2]/(2 E[phi'^2]) by "
+                                     "composite Gauss-Legendre (<= 1e-12) at that root. Measured against the mpmath "
+                                     "quadrature route (30 digits) at sigma_b = 1e-3 .. 1.5: <= 5.9e-13 (tanh at "
+                                     "sigma_b = 1e-3, where q* ~ 0.009 and C ~ q*^2); stated 1e-9 as eoc_sigma_w")
+QE, _EXP = sp.Symbol("q^*_EOC", positive=True), sp.Function("E")
+
+
+def _growth_case(activation):
+    """C = lim gamma_L / L^p on the edge of chaos (p = GROWTH_POWER[activation]).
+
+    (Leaky) ReLU: 1 - k(c) = e - A e^{3/2} + O(e^{5/2}), A = 2 sqrt(2) r/(3 pi), r = (1 - a)^2/(1 + a^2); on the EOC
+    q_{l+1} = q_l + sigma_b^2, so e_{l+1} = (q_l/q_{l+1})(e_l - A e_l^{3/2}) with q_l/q_{l+1} = 1 - 1/l + O(1/l^2) and
+    e_l ~ 1/(A^2 l^2): C = A^2 = 8 r^2/(9 pi^2), four times the zero-bias law (depth.gamma), for every sigma_b > 0.
+    Smooth odd phi: q_l -> q* and e' = e - B e^2 + O(e^3), B = q* E[phi''^2]/(2 E[phi'^2]): C = B.
+    """
+    if activation in MF.HOMOGENEOUS:
+        r = (1 - a_) ** 2 / (1 + a_**2) if activation == "leaky_relu" else sp.S.One
+        return 8 * r**2 / (9 * sp.pi**2)
+    method = ("2 q*^2/(1 + 4 q*) (erf: E erf''^2 = 16 q/(pi (1 + 4q)^{3/2}) in closed form)" if activation == "erf"
+              else "q* E[phi''^2]/(2 E[phi'^2]) by composite Gauss-Legendre quadrature")
+    return NumericRoute(
+        lambda sigma_b, a=0.01: MF.eoc_growth_np(activation, a, sigma_b),
+        lambda sigma_b, a=mpmath.mpf("0.01"): MF.eoc_growth_mp(activation, a, sigma_b),
+        method + ", q* the root of q - E[phi^2]/E[phi'^2] = sigma_b^2 (eoc_sigma_w's); mpmath: the Illinois root "
+        "and the fixed quadrature rules (gauss.moments_mp) for E[phi'^2], E[phi''^2]", EOC_GROWTH_ACCURACY.reason,
+        2 * QE**2 / (1 + 4 * QE) if activation == "erf" else QE * _EXP(sp.Symbol(r"{\phi''}") ** 2)
+        / (2 * _EXP(sp.Symbol(r"{\phi'}") ** 2)))
+
+
+def _growth_kernel(activation, sigma_b, a=0.01):
+    """8 r^2/(9 pi^2) with r = (1 - a)^2/(1 + a^2) formed as (1/a - 1)^2/(1/a^2 + 1) for |a| > 1 (no overflow at
+    |a| = 1e308); relu r = 1."""
+    a = np.asarray(a, float) if activation == "leaky_relu" else np.zeros(())
+    big = np.abs(a) > 1
+    b = np.where(big, 1 / np.where(big, a, 1.0), a)
+    r = np.where(big, (b - 1) ** 2 / (b * b + 1), (1 - a) ** 2 / (1 + a * a))
+    return 8 * r * r / (9 * np.pi**2) + 0 * np.asarray(sigma_b, float)
+
+
+register(ClosedForm(
+    "meanfield.gamma_eoc_growth",
+    "C = lim gamma_L/L^p on the edge of chaos (sigma_w = eoc_sigma_w(sigma_b), sigma_b > 0): gamma_L ~ C L^p with "
+    "p = 2 for relu/leaky_relu (C = 8 r^2/(9 pi^2), r = (1 - a)^2/(1 + a^2): four times the zero-bias law of "
+    "depth.gamma, independent of sigma_b; relative correction O(L^{-1/2}) with a sigma_b-dependent coefficient, the "
+    "law setting in for L >> sigma_w^2/sigma_b^2) and p = 1 for erf/tanh (C = sigma_w^2 q* E[phi''(sqrt(q*) Z)^2]/2; "
+    "gamma_L = C L + O(ln L)). Off the edge: ordered, gamma_L ~ K chi_1^{-L} (rate 1/xi_c); chaotic, gamma_inf.",
+    (ACT, A, SB),
+    Provenance(SLIDES, SCHOENHOLZ + " Sec. 3 (the edge of chaos, where xi_c = inf: c_l -> 1 algebraically); "
+               "derivations/meanfield.py (the maps expanded at e = 1 - c -> 0, the ansatz e_l = beta/l^p solved)",
+               "the coefficient, not C L^p: it is the exact limit lim gamma_L/L^p (C L^p is only the leading term: "
+               "at L = 1e5 relu is still 0.1-8% from it, depending on sigma_b)"),
+    builder=_growth_case, kernel=_growth_kernel, accuracy=EOC_GROWTH_ACCURACY, conditions=EOC_CONDITIONS))
