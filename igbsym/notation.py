@@ -81,7 +81,7 @@ _GAMMA_REC = (r"\frac{c_L}{1-c_L}", r"(q_{l+1}, c_{l+1}) = \Big(\sigma_w^2\,\mat
 
 _GAMMA_REC_BIAS = (r"\frac{c_L}{1-c_L}", r"(q_{l+1}, c_{l+1}) = \Big(\sigma_w^2\,\mathbb{E}[\phi(u)^2] + \sigma_b^2,\ "
                    r"\frac{\sigma_w^2\,\mathbb{E}[\phi(u)\phi(u')] + \sigma_b^2}{\sigma_w^2\,\mathbb{E}[\phi(u)^2] + "
-                   r"\sigma_b^2}\Big),\quad (q_1, c_1) = \Big(\sigma_w^2 + \sigma_b^2, \frac{\sigma_b^2}{\sigma_w^2 + "
+                   r"\sigma_b^2}\Big)", r"(q_1, c_1) = \Big(\sigma_w^2 + \sigma_b^2, \frac{\sigma_b^2}{\sigma_w^2 + "
                    r"\sigma_b^2}\Big),\quad (u, u') \sim \mathcal{N}\Big(0, q_l \begin{pmatrix} 1 & c_l \\ c_l & 1"
                    r"\end{pmatrix}\Big)")
 

@@ -134,7 +134,16 @@ GOLDEN = {
     ("igb.gamma", (("activation", "relu"),)): r"\gamma(\mathrm{ReLU}) = \frac{1}{\pi - 1}",
     ("igb.corr", ()): r"c(\gamma) = \frac{\gamma}{\gamma + 1}",
     ("igb.quantile", ()): r"F_{G_0}^{-1}(p; \gamma) = \Phi\left(\sqrt{\gamma} \Phi^{-1}\left(p\right)\right)",
-    ("depth.gamma", (("L", 1), ("activation", "relu"))): r"\gamma_{1}(\mathrm{ReLU}) = \frac{1}{\pi - 1}",
+    # with biases (sigma_b = 0 gives 1/(pi - 1): derivations/depth.py)
+    ("depth.gamma", (("L", 1), ("activation", "relu"))):
+        r"\gamma_{1}(\mathrm{ReLU}) = " + (
+                                      r"\frac{\pi \sigma_{b}^{2} \sigma_w^{2} - \sigma_{b}^{2} \sigma_w^{2} "
+                                      r"\arccos{\left(\frac{\sigma_{b}^{2}}{\sigma_{b}^{2} + \sigma_w^{2}} \right)} "
+                                      r"+ 2 \pi \sigma_{b}^{2} + \sigma_w^{3} \sqrt{2 \sigma_{b}^{2} + "
+                                      r"\sigma_w^{2}}}{\sigma_w^{2} \left(\sigma_{b}^{2} "
+                                      r"\arccos{\left(\frac{\sigma_{b}^{2}}{\sigma_{b}^{2} + \sigma_w^{2}} \right)} "
+                                      r"+ \pi \sigma_w^{2} - \sigma_w \sqrt{2 \sigma_{b}^{2} + "
+                                      r"\sigma_w^{2}}\right)}"),
     ("depth.corr_map", (("activation", "identity"),)): r"\mathcal{C}_{\mathrm{id}}(c) = c",
     ("kurtosis.p_nonzero", ()): r"P\left(y^{(L)} \neq 0\right) = \left(1 - 2^{- w}\right)^{L}",
     ("kurtosis.df", ()): r"\mathrm{DF}_n = \frac{2 n \left(n - 1\right)}{\kappa \left(n - 1\right) - n + 3}",

@@ -273,6 +273,9 @@ SB_PARAM = Param("sigma_b", "nonnegative", "bias sd: every Dense (the readout to
                  used_text="with norm=none, an activation other than srelu and N = inf only")
 SB_UNUSED = Condition(sp.Eq(sb_, 0), "sigma_b = 0 (biases enter with norm=none, an activation other than srelu and "
                                      "N = inf only)", applies=lambda case: not bias_used(case))
+SB_RANGE = Condition(sp.Le(sb_, 10**15 * sw_), "sigma_b <= 1e15 sigma_w (gamma_1 ~ 2 sigma_b^2/sigma_w^2 <= 1e30; "
+                                               "beyond, the mpmath reference of the exact forms loses the arccos of "
+                                               "c_1 = 1 - sigma_w^2/(sigma_b^2 + sigma_w^2))", applies=bias_used)
 B_PARAM = Param("B", "integer", "BatchNorm batch size (training-mode batch statistics); inf = full batch",
                 default=float("inf"), minimum=2, allow_inf=True)
 B_USED = dataclasses.replace(B_PARAM, used_when=lambda case: (case.get("norm") == "batchnorm"
@@ -317,7 +320,7 @@ register(ClosedForm(
     accuracy=DEPTH_N_ACCURACY,
     conditions=(Condition(B_FULL.relation, B_FULL.text + " (norm=batchnorm, placement=pre)",
                           applies=lambda case: case.get("norm") == "batchnorm" and case.get("placement", "pre") == "pre"
-                          and _needs_full_batch(case.get("activation"))), N_FINITE, SB_UNUSED)))
+                          and _needs_full_batch(case.get("activation"))), N_FINITE, SB_UNUSED, SB_RANGE)))
 register(ClosedForm(
     "depth.corr_map", "One hidden (leaky) ReLU layer maps the input correlation c of two independent inputs to "
                       "E[phi(u)phi(u')]/E[phi(u)^2]: the normalised degree-1 arc-cosine kernel.",
