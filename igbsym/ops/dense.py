@@ -68,15 +68,12 @@ class Dense(Op):
         next map reports as out of range instead of an OverflowError). With a bias, (c, e) are taken from the ratio
         t = σ_b²/(σ_w² q) alone, so an overflowing q (σ_w = 1e308) leaves them finite (the bias is then below the
         double's resolution of q, t = 0)."""
-        w2_given = w2
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            if w2 is None:
-                w2 = np.square(np.asarray(self.sigma_w, dtype=float))
+            sw = np.asarray(self.sigma_w, float) if w2 is None else np.sqrt(w2)
+            w2 = np.square(sw) if w2 is None else w2
             if self.unbiased:
                 return self._map(s, w2)
-            ratio = (np.asarray(self.sigma_b, float) / np.asarray(self.sigma_w, float) if w2_given is None
-                     else np.asarray(self.sigma_b, float) / np.sqrt(w2))
-            t = np.square(ratio) / np.asarray(s.q, float)
+            t = np.square(np.asarray(self.sigma_b, float) / sw) / np.asarray(s.q, float)
             t = np.where(np.isnan(t), 0.0, t)           # σ_b = 0 points of an array (0/0 only where q = inf)
             e = s.e / (1 + t)
             c = np.where(t > 1, 1 - e, (s.c + t) / (1 + t))
