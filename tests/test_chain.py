@@ -3,7 +3,8 @@
 - torch networks with real weight matrices (``validation.simulate``, fresh data per init, Rao–Blackwellised γ̂;
   residual nets by ``validation.moments.measure``, the readout's units averaged):
   the same γ_N within z <= 5 of the two SEs combined (two-sided normal false-failure rate 5.7e-7 per point; seeds
-  fixed), where the 1/N series fails (ReLU L = 8, N = 16), for norms before φ, BatchNorm with its within-batch pairs,
+  fixed), where the 1/N series fails (ReLU L = 8, N = 16), with biases (the readout's adds σ_b²/σ_w² to the
+  off-diagonal: dropping it is 50 SE off), for norms before φ, BatchNorm with its within-batch pairs,
   residual blocks in both orders, RMSNorm after an odd φ, uneven widths;
 - exact facts: one hidden ReLU layer has γ_N = 1/(π − 1) at every width (a_1 = 0, and the ratio (Eφ)²/Var φ does not
   depend on ‖w‖); odd φ gives γ_N = 0 (symmetric data) — both within 5 SE;
@@ -37,6 +38,8 @@ CASES = {
     "gelu LN-pre L3": (NetSpec(16, (16,) * 3, activation="gelu", norm="layernorm", placement="pre"), None),
     "relu BN(8) L2, D = 64": (NetSpec(16, (16,) * 2, norm="batchnorm", bn_batch=8), 64),
     "silu uneven widths": (NetSpec(12, (24, 8, 16), activation="silu"), None),
+    "tanh with biases L2 (the readout's bias)": (NetSpec(16, (16,) * 2, activation="tanh", sigma_w=1.5, sigma_b=0.3),
+                                                  None),
     "resnet linear-first": (Spec(16, resnet_ops(3, "relu", 0.7, width=16)), None),
     "resnet linear-last LN": (Spec(16, resnet_ops(2, "gelu", 1.0, "layernorm", "pre", "linear-last", width=16)),
                               None),

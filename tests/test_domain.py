@@ -21,8 +21,9 @@ maximum, or 10^30 when it has none, on a log scale) — and checks, at each poin
 * the NumPy value agrees with the reference to the form's stated accuracy (``form.accuracy``, 1e-12 relative by
   default, or the bound the form states for this very value, ``form.relative_bound``; magnitudes below 1e-300 are
   compared absolutely at 1e-300·rel; a true value beyond the double range may come back as ±inf of the right sign),
-  or a ``NumericalError`` is raised where the true value is not an ordinary double (|value| > 1.8e308) — never
-  another exception, never a silent mismatch.
+  or a ``NumericalError`` is raised where the true value is not an ordinary double (|value| > 1.8e308, or
+  0 < |value| < 2.2e-308 where only a subnormal or 0 could be returned) — never another exception, never a silent
+  mismatch.
 * an array call (the point next to another drawn point) gives the scalar call's value within 1 ulp.
 
 ``python tests/test_domain.py [--points N] [--seed S]`` prints the per-form worst relative error over a seeded
@@ -56,6 +57,7 @@ from igbsym.gauss import bvn_cdf
 
 
 DBL_MAX = float(np.finfo(float).max)
+DBL_MIN = float(np.finfo(float).tiny)   # the smallest normal double (2.2e-308)
 TINY = 1e-300            # below this magnitude values are compared absolutely (TINY·rel)
 REF_DPS = (30, 50)       # the reference: mp at these two precisions must agree to CONVERGED
 CONVERGED = mpmath.mpf("1e-20")   # 8 orders below the loosest checked accuracy (1e-12): a converged reference
@@ -335,7 +337,7 @@ def _check_point(form, case: dict, point: dict, other: dict | None) -> Outcome:
         return Outcome("mp-not-converged", math.inf, f"mp{REF_DPS[0]}={mpmath.nstr(_as_mp_list(ref_low)[0], 20)} "
                                                      f"mp{REF_DPS[1]}={mpmath.nstr(_as_mp_list(ref_high)[0], 20)}")
     if value is None:
-        exists = all(abs(r) <= DBL_MAX for r in _as_mp_list(ref_high))
+        exists = all(r == 0 or DBL_MIN <= abs(r) <= DBL_MAX for r in _as_mp_list(ref_high))   # an ordinary double
         return Outcome("numerical-error-on-double" if exists else "numerical-error", math.inf if exists else 0.0,
                        f"{numerical}; true value {mpmath.nstr(_as_mp_list(ref_high)[0], 17)}"[:300])
     err = rel_error(value, ref_high)

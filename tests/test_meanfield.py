@@ -149,12 +149,14 @@ def test_erf_arcsine_kernel_is_the_pair_moment():
     for qq, cc in ((0.3, 0.2), (2.6, 0.8)):
         assert _pair(erf, qq, cc) == pytest.approx(float(K.subs({q: qq, c: cc})), rel=1e-12)
     st = MF.state_np("erf", 0.0, np.array([1.5, 2.5]), np.array([0.3, 0.2]))
-    (idx, beta), = series("erf", 0.0, st["q"])
-    for i, j in enumerate(idx):
-        sw2, sb2 = [1.5, 2.5][j] ** 2, [0.3, 0.2][j] ** 2
-        F = np.polynomial.polynomial.Polynomial(beta[i])
-        cs = 1 - st["e"][j]
-        assert (sw2 * F(cs) + sb2) / (sw2 * F(1) + sb2) == pytest.approx(cs, rel=1e-12)
+    groups = series("erf", 0.0, st["q"])
+    assert sorted(j for idx, _ in groups for j in idx) == [0, 1]
+    for idx, beta in groups:
+        for i, j in enumerate(idx):
+            sw2, sb2 = [1.5, 2.5][j] ** 2, [0.3, 0.2][j] ** 2
+            F = np.polynomial.polynomial.Polynomial(beta[i])
+            cs = 1 - st["e"][j]
+            assert (sw2 * F(cs) + sb2) / (sw2 * F(1) + sb2) == pytest.approx(cs, rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------------ series and routes
@@ -411,3 +413,23 @@ def test_ordered_phase_gamma_grows_at_rate_one_over_xi_c(act, sw, sb):
     kw = dict(activation=act, sigma_w=sw, sigma_b=sb, a=0.2)
     assert val("phase", **kw) == -1.0
     assert rate == pytest.approx(1 / val("xi_c", **kw), rel=1e-9)
+
+
+@settings(max_examples=settings().max_examples // 5, deadline=None)    # 5 in CI (~1.3 s each), 80 thorough
+@given(st.lists(st.floats(1e-6, 10.0), min_size=2, max_size=4))
+def test_each_point_of_an_array_call_is_its_scalar_call(qs):
+    """Mehler's β and the moments of a point do not depend on the other points of the call (its own K and nodes,
+    sums and products that round per row): bit for bit, so array and scalar calls of the tanh forms agree (found by
+    the domain test: K and nodes of a chunk's largest q moved chi_c, xi_c and eoc_sigma_w by ~1e-16)."""
+    from igbsym.gauss.hermite import moments_vec
+    q = np.array(qs)
+    together = {j: b for idx, beta in series("tanh", 0.0, q) for j, b in zip(idx, beta)}
+    moments = np.stack(moments_vec("tanh", 0.0, q))
+    for j, qj in enumerate(q):
+        (_, alone), = series("tanh", 0.0, np.array([qj]))
+        assert np.array_equal(alone[0], together[j])
+        assert np.array_equal(np.stack(moments_vec("tanh", 0.0, np.array([qj])))[:, 0], moments[:, j])
+    sw, sb = np.full(2, 1.8), 1e-3 + np.sqrt(q[:2]) / 4
+    chi_c = igbsym.get("meanfield.chi_c")
+    assert np.array_equal(chi_c.numpy(activation="tanh", sigma_w=sw, sigma_b=sb),
+                          [chi_c.numpy(activation="tanh", sigma_w=1.8, sigma_b=b) for b in sb])

@@ -236,6 +236,19 @@ def test_grid_modes_defaults_and_point_key(tmp_path, monkeypatch):
     assert key not in changed and len(set(changed)) == 5
 
 
+def test_a_bias_axis_builds_biased_specs_and_keeps_bias_free_keys(tmp_path):
+    """sigma_b = 0 is the bias-free point itself (its canonical settings, hence its stored key, have no sigma_b);
+    sigma_b > 0 reaches the NetSpec (every Linear, the readout included) and the chain's finite-width prediction."""
+    from igbsym.validation import grid as gridmod
+    path = _write(tmp_path / "g.toml", SMALL.replace("[axes]", "[axes]\nsigma_b = [0.0, 0.5]"))
+    free = _write(tmp_path / "f.toml", SMALL)
+    points = gridmod.load(path).points
+    assert [p.config for p in points if p.label["sigma_b"] == 0] == [p.config for p in gridmod.load(free).points]
+    biased = [p for p in points if p.label["sigma_b"] == 0.5]
+    assert all(p.config["sigma_b"] == 0.5 and p.spec.sigma_b_out == 0.5 and gridmod.spec_of(p.config) == p.spec
+               for p in biased)
+
+
 BAD_GRIDS = {
     "unknown axis": ('[axes]\ndepht = [1, 2]\n', "axes.depht"),
     "bad value": ('[axes]\nactivation = ["relu", "relu6"]\n', "axes.activation[1]"),
@@ -245,6 +258,8 @@ BAD_GRIDS = {
     "TOML syntax": ('[axes]\ndepth = [1, 2\n', "line"),
     "bad combination": ('[fixed]\nnorm = "batchnorm"\n[axes]\ndepth = [1]\n', "needs an integer bn_batch >= 2"),
     "bad run setting": ('[run]\ninits = 1\n[axes]\ndepth = [1]\n', "run.inits"),
+    "negative bias sd": ('[axes]\nsigma_b = [0.5, -1]\n', "axes.sigma_b[1]"),
+    "bias with a norm": ('[fixed]\nnorm = "layernorm"\n[axes]\nsigma_b = [0.5]\n', "without norms"),
 }
 
 

@@ -18,7 +18,8 @@ delta-method SE over chains (``stats.ratio_estimate``). With BatchNorm (batch B)
 a fraction (B − 1)/(D − 1) of a point's partners share its batch; default D = ∞: only pairs across batches).
 Float64 units: deep GELU/SiLU nets at σ_w² = 2 carry γ in a part of relative size √q of a unit, which float32
 rounding erases (GELU L = 50, N = 256: float32 chains give γ̂ = 0.0059 ± 0.0035, float64 ones 0.00022 ± 0.00005).
-Per hidden layer the same ratio (a linear readout of that layer). Gaussian weights only (``weight_law='normal'``):
+Per hidden layer the same ratio (a linear readout of that layer: the next Dense, whose bias, if any, adds
+σ_b²/σ_w² to the off-diagonal, ``_readout_bias_shares``). Gaussian weights only (``weight_law='normal'``):
 the Gaussian image of h is exact for them alone.
 """
 from __future__ import annotations
@@ -91,6 +92,15 @@ def _pair_weights(points: int, batch: int, n_data) -> torch.Tensor:
     return within * w_same / w_same.sum() + (1 - within) * w_cross / w_cross.sum()
 
 
+def _readout_bias_shares(spec) -> dict:
+    """{layer end k: σ_b²/σ_w² of the Dense reading that layer out} (0 without a bias): the readout's kernel is
+    σ_w² Ĝ + σ_b², so its γ = (E Ĝ_ab + σ_b²/σ_w²)/E[Ĝ_aa − Ĝ_ab] (the mean-field convention of depth.gamma: every
+    Dense, the readout included, has the bias; the next hidden Dense reads out hidden layer l < L)."""
+    ops = spec.ops + (spec.output(),)
+    return {k: 0.0 if ops[k + 1].children or ops[k + 1].unbiased else float(ops[k + 1].sigma_b / ops[k + 1].sigma_w)
+            ** 2 for k in _layer_ends(spec)}
+
+
 def run_chains(spec, chains: int, seed: int = 0, first: int = 0, points: int | None = None, n_data=None,
                device=None, dtype=torch.float64):
     """Per-chain units (a, b) [chains, layers] of ``chains`` chains; a group of chains is seeded by (seed, index of
@@ -108,6 +118,7 @@ def run_chains(spec, chains: int, seed: int = 0, first: int = 0, points: int | N
         raise InputError(f"exact chain: n_data must be a multiple of the batch {batch}, >= 2 batches; got {n_data!r}")
     pw = _pair_weights(P, batch, n_data).to(device=device)
     ends = set(_layer_ends(spec))
+    shared = _readout_bias_shares(spec)
     widest = max([spec.d_in] + list(spec.widths))
     group = max(1, GROUP_ENTRIES // (P * widest))
     a = np.empty((chains, len(ends)))
@@ -124,7 +135,7 @@ def run_chains(spec, chains: int, seed: int = 0, first: int = 0, points: int | N
                 g = h @ h.transpose(1, 2) / h.shape[-1]
                 off = (g * pw).sum((1, 2))
                 diag = torch.diagonal(g, dim1=1, dim2=2).mean(1)
-                a[lo:lo + n, col] = off.cpu().numpy()
+                a[lo:lo + n, col] = off.cpu().numpy() + shared[k]
                 b[lo:lo + n, col] = (diag - off).cpu().numpy()
                 col += 1
     if not (np.isfinite(a).all() and np.isfinite(b).all()):

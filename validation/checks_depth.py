@@ -1,5 +1,6 @@
 """Checks of the depth law and the normalisation placements against real torch MLPs (validation/simulate.py:
-bias-free Linear layers, torch's activations, nn.LayerNorm / nn.RMSNorm / nn.BatchNorm1d in training mode).
+Linear layers (biased only in depth_bias), torch's activations, nn.LayerNorm / nn.RMSNorm / nn.BatchNorm1d in
+training mode).
 
 Estimator (per layer l, the pre-activations after hidden layer l; l = L is the output, with as many output nodes
 as hidden ones): the same weights (same seed) are run on two independent Gaussian datasets A and B, so
@@ -278,43 +279,17 @@ def check_new_ops(ctx) -> list:
 BIAS_CASES = (("relu", math.sqrt(2), 0.5), ("tanh", 1.5, 0.3))     # relu on the edge of chaos; tanh ordered-ish
 
 
-@reusable
-def _biased(ctx, activation, sw, sb, width, depth, n_inits, n_data, seed):
-    """{layer l: (X, Y)} of torch MLPs with biases, nn.Linear(bias=True) re-drawn as W ~ N(0, σ_w²/fan_in),
-    b ~ N(0, σ_b²) (the mean-field convention; the batched simulator draws no biases), one init at a time with its
-    own N(0, I) dataset: layer l is the pre-activation after hidden layer l (l = depth: the readout's, as many
-    nodes as hidden ones), X, Y the unbiased units of stats.gamma_units."""
-    phi = {"relu": torch.relu, "tanh": torch.tanh}[activation]
-    mus, vs = {}, {}
-    for i in range(n_inits):
-        gen = torch.Generator().manual_seed(derive_seed(seed, width, i))
-        h = torch.randn(n_data, width, generator=gen, dtype=torch.float64)
-        for l in range(depth + 1):
-            w = torch.randn(width, width, generator=gen, dtype=torch.float64) * (sw / math.sqrt(width))
-            b = torch.randn(width, generator=gen, dtype=torch.float64) * sb
-            z = torch.nn.functional.linear(h, w, b)
-            if l:
-                mus.setdefault(l, []).append(z.mean(0))
-                vs.setdefault(l, []).append(z.var(0))
-            h = phi(z)
-    return {l: gamma_units(torch.stack(mus[l]), torch.stack(vs[l]), n_data) for l in mus}
-
-
 @register_check("depth_bias", forms=["depth.gamma"])
 def check_biases(ctx) -> list:
     """depth.gamma with sigma_b (issue 48): γ per layer of relu and tanh MLPs with biases, by the 1/N extrapolation
     of two widths (module docstring); the bias-free value differs by far more than the SE (relu L = 1: 0.467 vs
     0.581), so a form that drops σ_b fails."""
-    widths, inits, n_data, _ = plan(ctx)
+    widths, inits, _, _ = plan(ctx)
     depth = 3 if ctx.quick else 8
     form, out = igbsym.get("depth.gamma"), []
     for k, (act, sw, sb) in enumerate(BIAS_CASES):
         seed = ctx.seed + 400 + k
-        sims = {}
-        for w in widths:
-            ctx.progress(f"depth: {act} with biases, width {w}")
-            sims[w] = _biased(ctx, act, sw, sb, w, depth, inits[w], n_data, seed_for(ctx, "depth", f"bias-{act}", w,
-                                                                                     seed))
+        sims = run_config(ctx, f"{act} with biases", dict(activation=act, sigma_w=sw, sigma_b=sb), depth, seed)
         for l in range(1, depth + 1):
             pred = float(form.numpy(L=l, activation=act, sigma_w=sw, sigma_b=sb))
             out += compare_widths("depth.gamma", f"{act} sigma_w={sw:.4g} sigma_b={sb:g}, layer {l}", pred,

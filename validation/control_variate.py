@@ -54,7 +54,7 @@ def cv_reason(spec) -> str | None:
     alternating = all(o.starts_layer == (k % 2 == 0) and o.elementwise == (k % 2 == 1) for k, o in enumerate(ops))
     if len(ops) < 2 or len(ops) % 2 or not alternating:
         return "control variates need an MLP of Dense → activation blocks (no norm, no pool)"
-    if any(float(getattr(o, "sigma_b", 0) or 0) != 0 for o in ops if o.starts_layer):
+    if any(not o.unbiased for o in spec.all_ops() if o.starts_layer):
         return "control variates need bias-free Dense layers"
     if spec.weight_law != "normal":
         return f"control variates need Gaussian weights (weight_law 'normal'), got {spec.weight_law!r}"

@@ -96,8 +96,9 @@ def penultimate(res):
 def gamma_of_sim(res, estimator: str = "rao-blackwell", method: str = "delta") -> Estimate:
     """γ̂ of a ``simulate`` run's outputs with the chosen estimator ('plain' | 'rao-blackwell' | 'gaussian-rb').
 
-    The simulator's output layer is bias-free with i.i.d. zero-mean weights, so Rao–Blackwellisation applies to
-    every NetSpec; it needs the last hidden stage's statistics (``layer_stats``). 'gaussian-rb' uses the run's
+    The simulator's output layer has i.i.d. zero-mean weights of variance σ_out²/n (and, with sigma_b, a
+    N(0, σ_b²) bias: E b² = σ_b² joins the numerator), so Rao–Blackwellisation applies to every NetSpec; it needs
+    the last hidden stage's statistics (``layer_stats``). 'gaussian-rb' uses the run's
     first-layer weights only (regenerated from its seed: init i is seeded by (seed, i) alone) and needs a
     one-hidden-layer spec run on Gaussian data (``gaussian_rb_reason``)."""
     if estimator == "plain":
@@ -110,16 +111,24 @@ def gamma_of_sim(res, estimator: str = "rao-blackwell", method: str = "delta") -
     if estimator != "rao-blackwell":
         raise InputError(f"unknown estimator {estimator!r}; allowed: {', '.join(ESTIMATORS)}")
     st = penultimate(res)
-    return gamma_rao_blackwell(st.mean, st.var.sum(1), res.n_data, method=method)
+    out = res.spec.output()
+    if out.unbiased:
+        return gamma_rao_blackwell(st.mean, st.var.sum(1), res.n_data, method=method)
+    bias_sq = np.full(res.n_inits, float(out.sigma_b) ** 2)      # E b_c² of the readout's N(0, σ_b²) bias
+    return gamma_rao_blackwell(st.mean, st.var.sum(1), res.n_data, float(out.sigma_w) ** 2 / st.mean.shape[1],
+                               bias_sq, method=method)
 
 
 # --------------------------------------------------------------------------------------------- gaussian-rb
 def gaussian_rb_reason(spec) -> str | None:
-    """Why 'gaussian-rb' does not apply to ``spec`` (None when it does): it needs Dense → Act → output Dense."""
+    """Why 'gaussian-rb' does not apply to ``spec`` (None when it does): it needs Dense → Act → output Dense, no
+    bias."""
     ops = spec.ops
     if len(ops) != 2 or not ops[0].starts_layer or not ops[1].elementwise:
         return ("gaussian-rb needs one hidden layer Dense → activation (no norm, no pool) before the output "
                 "layer; deeper nets: simulate(..., shortcut='gaussian') with estimator 'rao-blackwell'")
+    if any(not op.unbiased for op in spec.all_ops() if op.starts_layer):
+        return "gaussian-rb needs bias-free Dense layers (its units use the weights' column norms only)"
     return None
 
 

@@ -18,10 +18,12 @@ A grid file has three tables::
     activation = ["relu", "tanh"]
 
 Point settings (in [fixed] or [axes]): the ``NetSpec`` fields ``d_in, widths, activation, a, weight_law,
-sigma_w, pool, norm, placement, bn_batch, n_classes, srelu_shift``; the shorthands ``width`` and ``depth``
-(``widths = [width] * depth``; ``d_in`` defaults to ``width``); the data ``n_data, data_law, fresh_data``; and the
-``estimator``. ``norm = "none"`` means no normalisation layer. Every point is built as a ``NetSpec`` here, so a
-bad combination (e.g. batchnorm without bn_batch) is reported before any work is done.
+sigma_w, sigma_b, pool, norm, placement, bn_batch, n_classes, srelu_shift`` (``sigma_b``: the bias sd of every
+Linear, default 0; a point's key holds it only when > 0, so bias-free points keep their stored keys); the
+shorthands ``width`` and ``depth`` (``widths = [width] * depth``; ``d_in`` defaults to ``width``); the data
+``n_data, data_law, fresh_data``; and the ``estimator``. ``norm = "none"`` means no normalisation layer. Every
+point is built as a ``NetSpec`` here, so a bad combination (e.g. batchnorm without bn_batch) is reported before any
+work is done.
 """
 from __future__ import annotations
 
@@ -65,6 +67,7 @@ KINDS = {
     "a": (_number, "a finite number"),
     "weight_law": (lambda v: v in WEIGHT_LAWS, "one of " + ", ".join(WEIGHT_LAWS)),
     "sigma_w": (lambda v: _number(v) and v > 0, "a finite number > 0"),
+    "sigma_b": (lambda v: _number(v) and v >= 0, "a finite number >= 0 (no norm, pool or srelu with a bias)"),
     "pool": (_pos_int, "a positive integer (max-pool kernel; 1 = no pooling)"),
     "norm": (lambda v: v in NORM_NAMES, "one of " + ", ".join(NORM_NAMES)),
     "placement": (lambda v: v in ("pre", "post"), "pre or post"),
@@ -123,7 +126,8 @@ def point_spec(config: dict) -> NetSpec:
                    pool=None if pool in (None, 1) else pool,
                    norm=None if config["norm"] == "none" else config["norm"], placement=config["placement"],
                    bn_batch=config.get("bn_batch"), n_classes=config["n_classes"],
-                   srelu_shift=None if config.get("srelu_shift") is None else float(config["srelu_shift"]))
+                   srelu_shift=None if config.get("srelu_shift") is None else float(config["srelu_shift"]),
+                   sigma_b=float(config.get("sigma_b", 0.0)))
 
 
 def canonical(config: dict) -> dict:
@@ -133,6 +137,8 @@ def canonical(config: dict) -> dict:
     out = {"d_in": spec.d_in, "widths": list(spec.widths)}
     out.update({k: args[k] for k in ("activation", "a", "weight_law", "sigma_w", "pool", "norm", "placement",
                                      "bn_batch", "n_classes", "srelu_shift")})
+    if args.get("sigma_b"):
+        out["sigma_b"] = args["sigma_b"]
     out.update({k: config[k] for k in ("n_data", "data_law", "fresh_data", "estimator")})
     return out
 

@@ -6,9 +6,10 @@ The architecture is ``igbsym.spec.Spec`` (one spec for prediction and simulation
 whose ops have a torch module (Dense, Act, BatchNorm(B) with finite B, LayerNorm, RMSNorm, MaxPool, and any op
 implementing ``batched``/``torch``). ``NetSpec`` (re-exported from igbsym.spec) builds the MLP:
 ``NetSpec(d_in, widths, activation='relu', a=0.01, weight_law='normal', sigma_w=SIGMA_W (= √2), pool=None,
-norm=None, placement='pre', bn_batch=None, n_classes=2, srelu_shift=None)``
-    Hidden layer l is ``Linear(no bias) → [norm if placement='pre'] → activation → [norm if placement='post']
-    → [MaxPool1d(pool)]``; then an output ``Linear(no bias)`` to ``n_classes`` nodes. Weights of every layer
+norm=None, placement='pre', bn_batch=None, n_classes=2, srelu_shift=None, sigma_b=0)``
+    Hidden layer l is ``Linear → [norm if placement='pre'] → activation → [norm if placement='post']
+    → [MaxPool1d(pool)]``; then an output ``Linear`` to ``n_classes`` nodes (every Linear with a bias
+    b ~ N(0, sigma_b²) when ``sigma_b > 0``, the mean-field convention, else none). Weights of every layer
     (output included) are i.i.d. with variance ``sigma_w**2 / fan_in``: 'normal' (Kaiming normal, kurtosis 3),
     'uniform' (kurtosis 1.8) or 'rademacher' (±, kurtosis 1). ``norm`` ∈ {None, 'batchnorm', 'layernorm',
     'rmsnorm'} uses the real ``torch.nn`` layers (no affine part; it is the identity at init); BatchNorm is in
@@ -41,7 +42,8 @@ shortcut=None, fresh_data=False, first_init=0) -> SimResult``
     ``device``, ``seconds``, ``first_init``, ``data_law`` (None when a data tensor was given).
     ``NodeStats``: ``mean``, ``var`` (unbiased) [I, n]; ``m3``, ``m4`` (central, 1/D) when ``moments=4``.
 
-Helpers: ``sample_weights(spec, inits, seed, device, dtype)`` → list of [I, fan_in, fan_out];
+Helpers: ``sample_weights(spec, inits, seed, device, dtype)`` → list of [I, fan_in (+ 1 with a bias), fan_out]
+(``biased`` splits off the bias row);
 ``forward(spec, weights, x, on_stage=None)`` the batched forward (x [N, d] shared or [I, N, d]);
 ``sequential(spec, weights, i)`` the reference ``torch.nn.Sequential`` of init i; ``Blob``.
 """
@@ -170,26 +172,34 @@ def dense_ops(ops) -> list:
 
 
 def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float32) -> list:
-    """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone."""
+    """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone. A Dense with a bias
+    (σ_b > 0, the mean-field convention) gets [len(inits), fan_in + 1, fan_out]: its last row the bias
+    b ~ N(0, σ_b²), drawn after the weights from the same generator (so a bias-free spec draws what it always drew;
+    ``biased`` splits it)."""
     device = resolve_device(device) if not isinstance(device, torch.device) else device
-    if any(op.degree is None for op in dense_ops(spec.all_ops())):     # a Dense with a bias (Dense.degree)
-        raise InputError("the batched simulator draws no biases (sigma_b > 0); allowed: sigma_b = 0, or a torch "
-                         "model with biases through igbsym probe --model")
-    shapes = spec.shapes()
-    out = [torch.empty((len(inits), fi, fo), device=device, dtype=dtype) for fi, fo in shapes]
-    gains = [float(op.sigma_w) for op in dense_ops(spec.all_ops())]
+    shapes, dense = spec.shapes(), dense_ops(spec.all_ops())
+    sds = [0.0 if op.unbiased else float(op.sigma_b) for op in dense]
+    out = [torch.empty((len(inits), fi + (sd > 0), fo), device=device, dtype=dtype)
+           for (fi, fo), sd in zip(shapes, sds)]
     gen = torch.Generator(device=device)
     for k, i in enumerate(inits):
         gen.manual_seed(derive_seed(seed, WEIGHTS, int(i)))
-        for w, (fi, _), gain in zip(out, shapes, gains):
-            s = gain / math.sqrt(fi)
+        for w, (fi, _), op, sd in zip(out, shapes, dense, sds):
+            s = float(op.sigma_w) / math.sqrt(fi)
             if spec.weight_law == "normal":
-                w[k].normal_(0.0, s, generator=gen)
+                w[k, :fi].normal_(0.0, s, generator=gen)
             elif spec.weight_law == "uniform":
-                w[k].uniform_(-math.sqrt(3) * s, math.sqrt(3) * s, generator=gen)
+                w[k, :fi].uniform_(-math.sqrt(3) * s, math.sqrt(3) * s, generator=gen)
             else:
-                w[k].bernoulli_(0.5, generator=gen).mul_(2 * s).sub_(s)
+                w[k, :fi].bernoulli_(0.5, generator=gen).mul_(2 * s).sub_(s)
+            if sd > 0:
+                w[k, fi].normal_(0.0, sd, generator=gen)
     return out
+
+
+def biased(w: torch.Tensor, fan_in: int):
+    """(weights [I, fan_in, fan_out], bias [I, 1, fan_out] or None) of a layer drawn by ``sample_weights``."""
+    return (w, None) if w.shape[1] == fan_in else (w[:, :fan_in], w[:, fan_in:])
 
 
 def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=None) -> torch.Tensor:
@@ -213,7 +223,9 @@ def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=Non
             h = op.batched(h, lambda: next(it))
         if on_stage is not None:
             on_stage(layer, op.stage, h)
-    return torch.bmm(weights[-1].transpose(1, 2), h.transpose(1, 2)).transpose(1, 2).contiguous()  # (Vᵀhᵀ)ᵀ: faster
+    v, b = biased(weights[-1], h.shape[-1])
+    o = torch.bmm(v.transpose(1, 2), h.transpose(1, 2)).transpose(1, 2)   # (Vᵀhᵀ)ᵀ: faster
+    return (o if b is None else o + b).contiguous()
 
 
 def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
@@ -223,7 +235,10 @@ def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
         w = weights[min(k, len(weights) - 1)]
         mod = op.torch(n, w.device, w.dtype)
         if op.starts_layer:
-            mod.weight.data.copy_(weights[k][i].T)
+            v, b = biased(weights[k][i:i + 1], n)
+            mod.weight.data.copy_(v[0].T)
+            if b is not None:
+                mod.bias.data.copy_(b[0, 0])
             k += 1
         mods.append(mod)
         n = op.width(n)
@@ -392,10 +407,10 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     for g_start in range(0, n_inits, group):
         inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
-        w0_cat = weights[0].transpose(0, 1).reshape(spec.d_in, -1) \
+        w0, b0 = biased(weights[0], spec.d_in)
+        w0_cat = w0.transpose(0, 1).reshape(spec.d_in, -1) \
             if SHARED_GEMM and not (shortcut or fresh_data) and spec.ops[0].starts_layer else None
-        chol_t = torch.linalg.cholesky(weights[0].transpose(1, 2) @ weights[0]).transpose(1, 2) \
-            if shortcut else None
+        chol_t = torch.linalg.cholesky(w0.transpose(1, 2) @ w0).transpose(1, 2) if shortcut else None
         acc_out = _Moments(moments)
         acc = {key: _Moments(moments) for key in wanted}
         counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=device)
@@ -415,12 +430,14 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
             else:
                 x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device,
                                                                                           dtype=dtype)
-            if shortcut:
+            if shortcut:   # x W + b given (W, b) is N(b, WᵀW) per row: z Lᵀ + b
                 first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t)
             elif w0_cat is not None:   # shared data: the first layer of all inits as ONE GEMM [rows, d]·[d, I·n]
                 first = (x @ w0_cat).view(x.shape[0], len(inits), -1).transpose(0, 1)
             else:
                 first = None
+            if first is not None and b0 is not None:
+                first = first + b0
             o = forward(spec, weights, x, on_stage if (keep or record) else None, first)
             acc_out.add(o)
             counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)

@@ -178,7 +178,7 @@ def eoc_np(name, a, sigma_b):
     latter (increasing in q; bracket [σ_b², hi] with hi doubled until the residual is positive)."""
     a, sb = np.broadcast_arrays(np.asarray(a, float), np.asarray(sigma_b, float))
     if name in HOMOGENEOUS:
-        return np.sqrt(2 / (1 + (a * a if name == "leaky_relu" else 0 * a)))
+        return np.sqrt(2) / np.hypot(1.0, a if name == "leaky_relu" else 0 * a)   # no overflow at |a| = 1e308
     q, aa = eoc_q_np(name, a, sb)
     return (1 / np.sqrt(_moments(name, aa, q)[2])).reshape(sb.shape)
 

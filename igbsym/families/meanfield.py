@@ -197,7 +197,8 @@ register(ClosedForm(
                              "(Schoenholz et al. 2017, Fig. 1).",
     (ACT, A, SB), Provenance(SLIDES, SCHOENHOLZ + " Sec. 3 (chi_1 = 1); Poole et al. 2016", "the order-to-chaos "
                                                  "transition; on it xi_c = inf"),
-    builder=_eoc_case, accuracy=ACCURACY, conditions=EOC_CONDITIONS))
+    builder=_eoc_case, accuracy=ACCURACY, conditions=EOC_CONDITIONS,
+    kernel=lambda activation, sigma_b, a=0.0: MF.eoc_np(activation, a, sigma_b)))   # relu/leaky: sqrt 2/hypot(1, a)
 
 
 # --------------------------------------------------------------------------------------------- gamma_L on the EOC

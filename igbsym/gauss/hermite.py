@@ -25,17 +25,25 @@ import numpy as np
 
 from .. import activations as acts
 from ..errors import NumericalError
-from .rules import normal_nodes
+from ..numerics import row_dot, row_matmul
+from .rules import Z_MAX, normal_nodes
 
 Q_MAX_SERIES = 10.0     # the range in q of the series route (tanh: K ~ 900 terms there)
-CHUNK = 256             # points per matrix product (sorted by q, so a chunk shares its K and nodes)
+CHUNK = 256             # points per matrix product (of one K or one node set)
 TAIL = 19 * math.log(10)
 
 
-def terms(strip: float, q: float) -> int:
-    """K: the number of Hermite terms after which β_k < 1e-19 by the strip bound."""
-    rate = 2 * strip / math.sqrt(max(q, 1e-300))
-    return 2 * max(8, int(math.ceil((TAIL / rate) ** 2 / 2)) + 4)
+def terms(strip: float, q):
+    """K per point: the number of Hermite terms after which β_k < 1e-19 by the strip bound, on ``_grid``."""
+    rate = 2 * strip / np.sqrt(np.maximum(np.asarray(q, float), 1e-300))
+    return _grid(2 * np.maximum(8, np.ceil((TAIL / rate) ** 2 / 2).astype(np.int64) + 4))
+
+
+def _grid(n):
+    """n (integers >= 8) rounded up to the next of eight values per octave: a point's K and panel count depend on its
+    own q only (so an array call gives each point its scalar call's value) while a call has few distinct ones."""
+    step = np.left_shift(1, np.maximum(0, np.floor(np.log2(n)).astype(np.int64) - 3))
+    return -(-n // step) * step
 
 
 @lru_cache(maxsize=32)
@@ -57,55 +65,62 @@ def _check(name, q):
                              f"0 < q <= {Q_MAX_SERIES:g}")
 
 
-def hermite_betas(name: str, a, q, K=None):
-    """(β [m, K + 1], S − Σβ, qA − Σkβ) for the points q [m] (one K for all: by default that of max q)."""
-    q = np.asarray(q, float).ravel()
-    _check(name, q)
+def hermite_betas(name: str, a, q, K: int):
+    """(β [m, K + 1], S − Σβ, qA − Σkβ) for the points q [m], K terms on ``normal_nodes(min(0.1, 1.9/√(2K)))``."""
     f, d1 = acts.get(name).numpy, acts.derivatives(name, "numpy")
-    K = K or terms(acts.get(name).strip, float(q.max()))
-    z, w, WH = basis(K, min(0.1, 1.9 / math.sqrt(2 * K)))
+    z, w, WH = basis(int(K), min(0.1, 1.9 / math.sqrt(2 * K)))
     x = np.sqrt(q)[:, None] * z
     y = f(x, a, 0.0)
-    beta = (y @ WH) ** 2
-    k = np.arange(K + 1)
-    S = (y * y) @ w
-    A = (np.asarray(d1(x)[0], float) + 0 * x) ** 2 @ w
-    return beta, S - beta.sum(1), q * A - beta @ k
+    beta = row_matmul(y, WH) ** 2
+    S = row_dot(y * y, w)
+    A = row_dot((np.asarray(d1(x)[0], float) + 0 * x) ** 2, w)
+    return beta, S - beta.sum(1), q * A - row_dot(beta, np.arange(K + 1.0))
 
 
 def series(name: str, a, q, tol: float = 1e-13):
-    """β per point, chunked by q (sorted), as a list of (indices, β [m, K + 1]); NumericalError where a Parseval
-    defect exceeds ``tol`` relative (the truncation or the quadrature failed)."""
+    """β per point as a list of (indices, β [m, K + 1]), the points grouped by their own K (``terms``); a point whose
+    Parseval defects exceed ``tol`` relative is redone with 2K, and NumericalError where they still do (the
+    truncation or the quadrature failed)."""
     q = np.asarray(q, float).ravel()
-    order = np.argsort(q, kind="stable")
+    _check(name, q)
+    Ks = terms(acts.get(name).strip, q)
     out = []
-    for lo in range(0, q.size, CHUNK):
-        idx = order[lo:lo + CHUNK]
-        beta, dS, dA = hermite_betas(name, a, q[idx])
-        S, QA = beta.sum(1), beta @ np.arange(beta.shape[1])
-        if np.any(np.abs(dS) > tol * S) or np.any(np.abs(dA) > tol * np.maximum(QA, 1e-300)):
-            beta, dS, dA = hermite_betas(name, a, q[idx], 2 * (beta.shape[1] - 1))
-            S, QA = beta.sum(1), beta @ np.arange(beta.shape[1])
-        if np.any(np.abs(dS) > tol * S) or np.any(np.abs(dA) > tol * np.maximum(QA, 1e-300)):
-            raise NumericalError(f"{name}: Mehler series defect {float(np.max(np.abs(dS) / S)):.2g} above {tol:g} "
-                                 f"(q <= {float(q[idx].max()):.3g})")
-        out.append((idx, beta))
+    for K in np.unique(Ks):
+        group = np.flatnonzero(Ks == K)
+        for lo in range(0, group.size, CHUNK):
+            idx = group[lo:lo + CHUNK]
+            for k_terms in (K, 2 * K):
+                beta, dS, dA = hermite_betas(name, a, q[idx], k_terms)
+                S, QA = beta.sum(1), row_dot(beta, np.arange(k_terms + 1.0))
+                bad = (np.abs(dS) > tol * S) | (np.abs(dA) > tol * np.maximum(QA, 1e-300))
+                if np.any(~bad):
+                    out.append((idx[~bad], beta[~bad]))
+                idx, dS, S = idx[bad], dS[bad], S[bad]
+                if not idx.size:
+                    break
+            if idx.size:
+                raise NumericalError(f"{name}: Mehler series defect {float(np.max(np.abs(dS) / S)):.2g} above {tol:g} "
+                                     f"(q = {float(q[idx].max()):.3g})")
     return out
 
 
 def moments_vec(name: str, a, q):
-    """(S, dS/dq, A, dA/dq) of φ on u ~ N(0, q), vectorised over q [m] (chunked, nodes sized by each chunk's max q)."""
+    """(S, dS/dq, A, dA/dq) of φ on u ~ N(0, q), vectorised over q [m]: each point on its own nodes
+    ``normal_nodes(min(0.25, 0.4/√q))`` (the panel count on ``_grid``), the points grouped by them."""
     q = np.asarray(q, float).ravel()
     _check(name, q)
     f, ds = acts.get(name).numpy, acts.derivatives(name, "numpy")
     out = np.empty((4, q.size))
-    order = np.argsort(q, kind="stable")
-    for lo in range(0, q.size, 4 * CHUNK):
-        idx = order[lo:lo + 4 * CHUNK]
-        sd = np.sqrt(q[idx])
-        z, w = normal_nodes(min(0.25, 0.4 / float(sd.max())))
-        x = sd[:, None] * z
-        y = f(x, a, 0.0)
-        d1, d2, d3, _ = (np.asarray(v, float) + 0 * x for v in ds(x))
-        out[:, idx] = np.stack([(y * y) @ w, (d1 * d1 + y * d2) @ w, (d1 * d1) @ w, (d2 * d2 + d1 * d3) @ w])
+    sd = np.sqrt(q)
+    panels = _grid(np.ceil(2 * Z_MAX / np.minimum(0.25, 0.4 / sd)).astype(np.int64))
+    for n in np.unique(panels):
+        group = np.flatnonzero(panels == n)
+        z, w = normal_nodes(2 * Z_MAX / n)
+        for lo in range(0, group.size, 4 * CHUNK):
+            idx = group[lo:lo + 4 * CHUNK]
+            x = sd[idx, None] * z
+            y = f(x, a, 0.0)
+            d1, d2, d3, _ = (np.asarray(v, float) + 0 * x for v in ds(x))
+            out[:, idx] = np.stack([row_dot(y * y, w), row_dot(d1 * d1 + y * d2, w), row_dot(d1 * d1, w),
+                                    row_dot(d2 * d2 + d1 * d3, w)])
     return tuple(out)

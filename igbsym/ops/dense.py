@@ -105,8 +105,10 @@ class Dense(Op):
         return nn.Linear(n, self.width_, bias=self.sigma_b != 0, device=device, dtype=dtype)
 
     def batched(self, h, take):
+        """h W (+ b): ``take()`` gives [I, n, n'], or [I, n + 1, n'] whose last row is the bias (sample_weights)."""
         import torch
-        return torch.bmm(h, take())
+        w = take()
+        return torch.bmm(h, w) if w.shape[1] == h.shape[-1] else torch.baddbmm(w[:, -1:], h, w[:, :-1])
 
     def chain(self, h, gen):
         """h W + b for fresh W ~ N(0, σ_w²/n), b ~ N(0, σ_b²), sampled exactly in O(I·P²·n'): the n' output units are
