@@ -184,6 +184,8 @@ def _series_rows(res: dict, N):
     a = res["a"] if res["a"] is not None else 0.01
     if res["depth"] > W.L_MAX_FINITE:
         return None, f"the 1/N series is tabulated to depth {W.L_MAX_FINITE}"
+    if res.get("sigma_b"):
+        return None, "the 1/N series has no biases"
     if res.get("residual"):
         if norm != "none" or res["order"] != "linear-first":
             return None, "the series covers residual blocks x + alpha phi(W x) only"
@@ -213,7 +215,8 @@ def _chain_layers(res: dict, N, rel_se, seed):
                                       res["placement"] or "pre", res["order"], a, sw, width=N), sigma_out=sw)
     else:
         spec = S.NetSpec(N, (N,) * res["depth"], res["activation"], a, sigma_w=sw, pool=res.get("pool"),
-                         norm=res["norm"], placement=res["placement"] or "pre", bn_batch=res.get("batch_size"))
+                         norm=res["norm"], placement=res["placement"] or "pre", bn_batch=res.get("batch_size"),
+                         sigma_b=res.get("sigma_b") or 0.0)
     est = estimate_gamma(spec, rel_se, seed=seed, estimator="exact-chain")
     layers = est.layers[1:] if res.get("residual") else est.layers    # a residual net's first is its embedding
     return layers, None
@@ -314,9 +317,6 @@ def run(args) -> None:
     target = writable_file(args.plot, "predict --plot") if args.plot else None
     res = predict(spec_from_args(args)).to_dict()
     width = getattr(args, "width", None)
-    if width is not None and getattr(args, "sigma_b", None):
-        raise InputError("predict: --width with --sigma-b: the finite-width routes have no biases yet; allowed: "
-                         "--sigma-b with N = inf (no --width)")
     if width is not None:
         rel_se = getattr(args, "rel_se", None) or CHAIN_REL_SE
         if not 0 < rel_se < 1:

@@ -3,9 +3,9 @@
 igb-initial-guessing-bias.txt App. I.4 describes the architectures; its kernel sizes and CNN-B's channel list were
 lost in extraction, and its images are 28×28 / 32×32 while the offline stand-in (``digits``) is 8×8. Choices:
 - MLPs (SHLP / MHLP): ``igbsym.validation.simulate.sequential`` of a ``NetSpec`` with weights from
-  ``igbsym.validation.simulate.sample_weights`` (so init i of the probe IS init i of ``simulate``; bias-free, Kaiming
-  normal); ``mlp`` = one ReLU layer of 512, ``mlp-linear`` the same with the identity, ``mlp-maxpool`` ReLU 512 +
-  MaxPool1d(4), ``mlp-deep`` four ReLU layers of 256.
+  ``igbsym.validation.simulate.sample_weights`` (so init i of the probe IS init i of ``simulate``; Kaiming normal,
+  bias-free unless the NetSpec has sigma_b); ``mlp`` = one ReLU layer of 512, ``mlp-linear`` the same with the
+  identity, ``mlp-maxpool`` ReLU 512 + MaxPool1d(4), ``mlp-deep`` four ReLU layers of 256.
 - CNN-A: conv(16, k=5, stride 1, padding 2) → act → pool(k=2, stride 2) → conv(64, k=5, padding 2) → act →
   pool(k=4, stride 4) → Linear to the outputs (the paper's strides/paddings; k=5 is what padding 2 keeps 'same';
   the pool kernels equal the strides).
