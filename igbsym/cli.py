@@ -198,11 +198,8 @@ def dispatch(target: str):
     return getattr(importlib.import_module(module), function)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="igbsym", description="Closed forms for the statistics of untrained neural networks.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    p.commands = sub.choices   # name -> subparser, for errors reported with the subcommand's own usage
-
+def _add_form_commands(sub) -> None:
+    """list, show, eval, latex, derive: the registry's forms and their derivations."""
     s = sub.add_parser("list", help="list registered closed forms")
     s.add_argument("--json", action="store_true")
     s.add_argument("--family", default=None)
@@ -237,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", default="derivations-out")
     s.set_defaults(func="igbsym.derivations.cli:derive")
 
+
+def _add_job_commands(sub) -> None:
+    """validate and run (the main job): torch checks of the forms."""
     for name, func, helptext in (("validate", "igbsym.validation.commands:validate",
                                   "check closed forms against torch simulations"),
                                  ("run", "igbsym.validation.commands:run", "main job: derive + validate + report")):
@@ -256,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--json", action="store_true")
         s.set_defaults(func=func, mode="quick", list=False, json=False)
 
+
+def _add_predict_command(sub) -> None:
+    """predict: γ per layer of an architecture (or of a torch model on data)."""
     s = sub.add_parser("predict", help="predict gamma per layer for an architecture")
     s.add_argument("--activation", default="relu")
     s.add_argument("--depth", type=int, default=1)
@@ -284,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pairs", type=int, default=None, help="data route: estimate gamma from N sampled pairs")
     s.set_defaults(func=cmd_predict)
 
+
+def _add_phase_command(sub) -> None:
+    """phase: the mean-field phase diagram."""
     s = sub.add_parser("phase", help="mean-field phase diagram: log10 gamma_inf (or gamma_L) over (sigma_w^2, "
                        "sigma_b^2) with the edge of chaos")
     s.add_argument("--activation", required=True)
@@ -296,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--plot", default=None, metavar="FILE")
     s.set_defaults(func="igbsym.phase:run")
 
+
+def _add_data_commands(sub) -> None:
+    """sweep, probe, train: simulated grids, torch models on data, training grouped by G0."""
     s = sub.add_parser("sweep", help="sweep GRID.toml: simulate a grid into a resumable store (torchrun shards it); "
                        "sweep show DB: its results")
     s.add_argument("target", metavar="GRID.toml|show")
@@ -348,6 +357,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--report", default=None, help="folder for CSV/JSON/figures and the resumable store train.db")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func="igbsym.validation.train_report:run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="igbsym", description="Closed forms for the statistics of untrained neural networks.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p.commands = sub.choices   # name -> subparser, for errors reported with the subcommand's own usage
+    _add_form_commands(sub)
+    _add_job_commands(sub)
+    _add_predict_command(sub)
+    _add_phase_command(sub)
+    _add_data_commands(sub)
     return p
 
 
