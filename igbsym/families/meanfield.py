@@ -26,6 +26,8 @@ Newton. tanh: quadrature moments and Mehler's series of the correlation map (igb
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import mpmath
 import numpy as np
 import sympy as sp
@@ -89,7 +91,13 @@ def _np_state(name, a, sigma_w, sigma_b):
 
 def _mp_state(name, a, sigma_w, sigma_b, with_c):
     """The mpmath state; the NumPy e* only narrows the Illinois bracket (checked by the signs there, else the wide
-    bracket): the root is the mpmath route's own."""
+    bracket): the root is the mpmath route's own. Cached per working precision: every quantity of a point shares
+    one state (eight forms at one point cost one nested-quadrature solve)."""
+    return _mp_state_at(name, a, sigma_w, sigma_b, with_c, mpmath.mp.dps)
+
+
+@lru_cache(maxsize=64)
+def _mp_state_at(name, a, sigma_w, sigma_b, with_c, dps):
     guess = float(MF.state_np(name, float(a), float(sigma_w), float(sigma_b))["e"]) if with_c else 0.0
     return MF.state_mp(name, a, sigma_w, sigma_b, e_guess=guess if 0 < guess < 1 else None, with_c=with_c)
 
