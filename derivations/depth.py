@@ -155,7 +155,7 @@ def _depth_law(d: Derivation, mom):
     bpts = [dict(a=av, sigma_w=sv, sigma_b=bv) for av, sv, bv in (("0", "1.4", "0.3"), ("0.2", "1.1", "1.5"))]
     for L in range(2, D.L_EXACT + 1):
         for act in ("relu", "leaky_relu"):
-            fn = sp.lambdify((a, sw, sb), _iterate_biased(mom, act, L), modules="mpmath")
+            fn = sp.lambdify((a, sw, sb), _iterate_biased(mom, act, L), modules="mpmath", cse=True)
             d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, sigma_b, fn=fn: fn(a, sigma_w, sigma_b), bpts,
                                      dps=50, tol=1e-45, reason="registered nested closed form with biases vs the "
                                      "derived composition with biases", L=L, activation=act)
@@ -172,14 +172,14 @@ def _depth_law(d: Derivation, mom):
     pts = [dict(a=av, sigma_w=sv) for av, sv in (("0", "1"), ("0.1", "0.6"), ("-0.3", "2.2"))]
     for L in range(2, D.L_EXACT + 1):
         for act in ("relu", "leaky_relu", "srelu") if L < D.L_EXACT else ("relu", "srelu"):
-            fn = sp.lambdify((a, sw), _iterate(mom, act, "none", "pre", L), modules="mpmath")
+            fn = sp.lambdify((a, sw), _iterate(mom, act, "none", "pre", L), modules="mpmath", cse=True)
             d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, fn=fn: fn(a, sigma_w), pts, dps=50,
                                      tol=1e-45, reason="registered nested closed form vs the derived nested closed "
                                                        "form (equal by induction on the proved block map)",
                                      L=L, activation=act)
     g2 = _iterate(mom, "relu", "none", "pre", 2)
     d.step("For example gamma after two ReLU layers:", g2)
-    step = sp.lambdify((q, c, a, sw), _step(mom, "leaky_relu", "none", "pre", q, c), modules="mpmath")
+    step = sp.lambdify((q, c, a, sw), _step(mom, "leaky_relu", "none", "pre", q, c), modules="mpmath", cse=True)
 
     def iterate(L, a, sigma_w):
         qq, cc = sigma_w**2, mpmath.mpf(0)
