@@ -43,7 +43,7 @@ shortcut=None, fresh_data=False, first_init=0) -> SimResult``
     ``NodeStats``: ``mean``, ``var`` (unbiased) [I, n]; ``m3``, ``m4`` (central, 1/D) when ``moments=4``.
 
 Helpers: ``sample_weights(spec, inits, seed, device, dtype)`` → list of [I, fan_in (+ 1 with a bias), fan_out]
-(``biased`` splits off the bias row);
+(``igbsym.ops.dense.split_bias`` splits off the bias row);
 ``forward(spec, weights, x, on_stage=None)`` the batched forward (x [N, d] shared or [I, N, d]);
 ``sequential(spec, weights, i)`` the reference ``torch.nn.Sequential`` of init i; ``Blob``.
 """
@@ -60,6 +60,7 @@ from torch import nn
 
 from igbsym import activations as acts
 from igbsym.errors import InputError
+from igbsym.ops.dense import split_bias
 from igbsym.spec import NORMS, WEIGHT_LAWS, NetSpec, Spec  # noqa: F401  (NetSpec: the public builder)
 
 from .device import resolve_device
@@ -175,7 +176,7 @@ def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float3
     """Weights [len(inits), fan_in, fan_out] of every layer; init i is seeded by (seed, i) alone. A Dense with a bias
     (σ_b > 0, the mean-field convention) gets [len(inits), fan_in + 1, fan_out]: its last row the bias
     b ~ N(0, σ_b²), drawn after the weights from the same generator (so a bias-free spec draws what it always drew;
-    ``biased`` splits it)."""
+    ``igbsym.ops.dense.split_bias`` splits it)."""
     device = resolve_device(device) if not isinstance(device, torch.device) else device
     shapes, dense = spec.shapes(), dense_ops(spec.all_ops())
     sds = [0.0 if op.unbiased else float(op.sigma_b) for op in dense]
@@ -195,11 +196,6 @@ def sample_weights(spec: Spec, inits, seed: int, device=None, dtype=torch.float3
             if sd > 0:
                 w[k, fi].normal_(0.0, sd, generator=gen)
     return out
-
-
-def biased(w: torch.Tensor, fan_in: int):
-    """(weights [I, fan_in, fan_out], bias [I, 1, fan_out] or None) of a layer drawn by ``sample_weights``."""
-    return (w, None) if w.shape[1] == fan_in else (w[:, :fan_in], w[:, fan_in:])
 
 
 def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=None) -> torch.Tensor:
@@ -223,7 +219,7 @@ def forward(spec: Spec, weights: list, x: torch.Tensor, on_stage=None, first=Non
             h = op.batched(h, lambda: next(it))
         if on_stage is not None:
             on_stage(layer, op.stage, h)
-    v, b = biased(weights[-1], h.shape[-1])
+    v, b = split_bias(weights[-1], h.shape[-1])
     o = torch.bmm(v.transpose(1, 2), h.transpose(1, 2)).transpose(1, 2)   # (Vᵀhᵀ)ᵀ: faster
     return (o if b is None else o + b).contiguous()
 
@@ -235,7 +231,7 @@ def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
         w = weights[min(k, len(weights) - 1)]
         mod = op.torch(n, w.device, w.dtype)
         if op.starts_layer:
-            v, b = biased(weights[k][i:i + 1], n)
+            v, b = split_bias(weights[k][i:i + 1], n)
             mod.weight.data.copy_(v[0].T)
             if b is not None:
                 mod.bias.data.copy_(b[0, 0])
@@ -407,7 +403,7 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     for g_start in range(0, n_inits, group):
         inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
         weights = sample_weights(spec, inits, seed, device, dtype)
-        w0, b0 = biased(weights[0], spec.d_in)
+        w0, b0 = split_bias(weights[0], spec.d_in)
         w0_cat = w0.transpose(0, 1).reshape(spec.d_in, -1) \
             if SHARED_GEMM and not (shortcut or fresh_data) and spec.ops[0].starts_layer else None
         chol_t = torch.linalg.cholesky(w0.transpose(1, 2) @ w0).transpose(1, 2) if shortcut else None

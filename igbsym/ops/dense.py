@@ -105,10 +105,10 @@ class Dense(Op):
         return nn.Linear(n, self.width_, bias=self.sigma_b != 0, device=device, dtype=dtype)
 
     def batched(self, h, take):
-        """h W (+ b): ``take()`` gives [I, n, n'], or [I, n + 1, n'] whose last row is the bias (sample_weights)."""
+        """h W (+ b): ``take()`` gives [I, n, n'], or [I, n + 1, n'] whose last row is the bias (``split_bias``)."""
         import torch
-        w = take()
-        return torch.bmm(h, w) if w.shape[1] == h.shape[-1] else torch.baddbmm(w[:, -1:], h, w[:, :-1])
+        w, b = split_bias(take(), h.shape[-1])
+        return torch.bmm(h, w) if b is None else torch.baddbmm(b, h, w)
 
     def chain(self, h, gen):
         """h W + b for fresh W ~ N(0, σ_w²/n), b ~ N(0, σ_b²), sampled exactly in O(I·P²·n'): the n' output units are
@@ -133,3 +133,9 @@ class Dense(Op):
 
     def noise(self, s, backend="numpy"):
         return self.sigma_w**2 + 0 * s.q
+
+
+def split_bias(w, fan_in: int):
+    """(weights [I, fan_in, fan_out], bias [I, 1, fan_out] or None) of a batched layer tensor whose extra last row,
+    if any, is the bias (validation.simulate.sample_weights draws them so)."""
+    return (w, None) if w.shape[1] == fan_in else (w[:, :fan_in], w[:, fan_in:])
