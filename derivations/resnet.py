@@ -2,8 +2,8 @@
 
 New theory: none of the seed papers has a law for skip connections (igb-initial-guessing-bias.txt App. I.2
 measures IGB in ResNets; moments-well-behaved-vs-pathological.txt Secs. 6–7 discuss batch-normalised ResNets).
-Setting: N(0, I) data, Dense(σ_w) embedding, blocks x' = x + α F(x), zero biases, weights N(0, σ_w²/fan_in),
-all widths → ∞.
+Setting: N(0, I) data, Dense(σ_w) embedding, blocks x' = x + α F(x), weights N(0, σ_w²/fan_in), biases N(0, σ_b²)
+in every Dense (the readout's too; default 0), all widths → ∞.
 """
 import math
 
@@ -66,7 +66,7 @@ def _one_block(d: Derivation):
     p1 = al**2 * M**2               # c = 0: the shared moment of phi is E[phi]^2
     gamma1 = sp.simplify(p1 / (q1 - p1))
     d.step("gamma after one block = P'/(q' - P'):", gamma1)
-    d.prove("resnet.gamma", gamma1, L=1, activation="relu")
+    d.prove("resnet.gamma", gamma1, [{"sigma_b": 0}], L=1, activation="relu")
     lim0 = sp.limit(gamma1, al, 0)
     lim_inf = sp.limit(gamma1, al, sp.oo)
     require(lim0 == 0, "alpha -> 0 must give the embedding's gamma = 0")
@@ -81,14 +81,16 @@ def _k0(cc):
 
 
 def _independent_relu_gamma(L):
-    """γ_L of a linear-first ReLU ResNet by the (q, P, m) recursion written out (an independent route)."""
-    def route(alpha, sigma_w):
-        q_, p_, m_ = sigma_w**2, mpmath.mpf(0), mpmath.mpf(0)
+    """γ_L of a linear-first ReLU ResNet by the (q, P, m) recursion written out (an independent route); biases
+    N(0, σ_b²) add σ_b² to q and P at every Dense (a bias is shared by the data and independent of the rest)."""
+    def route(alpha, sigma_w, sigma_b=mpmath.mpf(0)):
+        b2 = sigma_b**2
+        q_, p_, m_ = sigma_w**2 + b2, b2, mpmath.mpf(0)
         for _ in range(L):
-            qh = sigma_w**2 * q_
-            S, M, Pf = qh / 2, mpmath.sqrt(qh / (2 * mpmath.pi)), qh / 2 * _k0(p_ / q_)
+            qh, ph = sigma_w**2 * q_ + b2, sigma_w**2 * p_ + b2
+            S, M, Pf = qh / 2, mpmath.sqrt(qh / (2 * mpmath.pi)), qh / 2 * _k0(ph / qh)
             q_, p_, m_ = q_ + 2 * alpha * m_ * M + alpha**2 * S, p_ + 2 * alpha * m_ * M + alpha**2 * Pf, m_ + alpha * M
-        return p_ / (q_ - p_)
+        return (sigma_w**2 * p_ + b2) / (sigma_w**2 * (q_ - p_))     # the readout Dense(sigma_w, sigma_b)
     return route
 
 
@@ -97,6 +99,11 @@ def _deeper(d: Derivation):
     for L in (2, 5):
         d.prove_numeric_identity("resnet.gamma", _independent_relu_gamma(L), pts, dps=40, tol=1e-25,
                                  reason="the (q, P, m) recursion written out with the arc-cosine kernel",
+                                 L=L, activation="relu")
+    bpts = [dict(alpha=al_, sigma_w=s_, sigma_b=b_) for al_, s_, b_ in (("0.5", "1.3", "0.4"), ("1", "1", "2"))]
+    for L in (1, 2, 5):
+        d.prove_numeric_identity("resnet.gamma", _independent_relu_gamma(L), bpts, dps=40, tol=1e-25,
+                                 reason="with biases N(0, sigma_b^2) in every Dense, the readout's included (issue 48)",
                                  L=L, activation="relu")
     d.step("alpha -> oo (checked at alpha = 1e8, L = 3): the skip path is negligible and the embedding merges with "
            "the first block's Dense, giving the vanilla depth law depth.gamma(L).")

@@ -108,19 +108,21 @@ def architecture(activation="relu", depth=1, norm="none", placement="pre", a=0.0
                          "> 0, --a finite")
     if sigma_b is not None and not (math.isfinite(sigma_b) and sigma_b >= 0):
         raise InputError(f"predict: --sigma-b {sigma_b:g} is not allowed; allowed: a finite number >= 0")
-    if sigma_b and (residual or norm != "none" or pool is not None or activation == "srelu"):
-        raise InputError("predict: --sigma-b (biases in every Dense) is modelled without --residual, --norm, --pool "
-                         "and srelu (depth.gamma's sigma_b); allowed: --sigma-b 0 there")
+    if sigma_b and (norm != "none" or pool is not None or activation == "srelu"):
+        raise InputError("predict: --sigma-b (biases in every Dense) is modelled without --norm, --pool and srelu "
+                         "(depth.gamma's and resnet.gamma's sigma_b); allowed: --sigma-b 0 there")
     if residual:
         alpha = 1.0 if alpha is None else alpha
         if not (math.isfinite(alpha) and alpha >= 0):
             raise InputError(f"predict: --alpha {alpha:g} is not allowed; allowed: a finite number >= 0")
         if pool is not None or batch_size is not None:
             raise InputError("predict: --residual takes no --pool or --batch-size (residual blocks use full-batch BN)")
-        ops = S.resnet_ops(depth, activation, alpha, norm, placement, order, a, sw)
+        sb = sigma_b or 0.0
+        ops = S.resnet_ops(depth, activation, alpha, norm, placement, order, a, sw, sigma_b=sb)
         args = dict(widths=(None,) * (depth + 1), activation=activation, a=a, sigma_w=sw, pool=None, norm=norm,
-                    placement=placement, bn_batch=None, residual=True, alpha=alpha, order=order)
-        return S.Spec(None, ops, sigma_out=sw, args=args)
+                    placement=placement, bn_batch=None, residual=True, alpha=alpha, order=order,
+                    **({"sigma_b": sb} if sb else {}))
+        return S.Spec(None, ops, sigma_out=sw, args=args, sigma_b_out=sb)
     if alpha is not None:
         raise InputError("predict: --alpha is the residual branch scale; it needs --residual")
     if norm == "batchnorm" and batch_size is None:
@@ -211,8 +213,10 @@ def _chain_layers(res: dict, N, rel_se, seed):
     sw = float(res["sigma_w"])
     a = res["a"] if res["a"] is not None else 0.01
     if res.get("residual"):
+        sb = res.get("sigma_b") or 0.0
         spec = S.Spec(N, S.resnet_ops(res["depth"], res["activation"], float(res["alpha"]), res["norm"],
-                                      res["placement"] or "pre", res["order"], a, sw, width=N), sigma_out=sw)
+                                      res["placement"] or "pre", res["order"], a, sw, width=N, sigma_b=sb),
+                      sigma_out=sw, sigma_b_out=sb)
     else:
         spec = S.NetSpec(N, (N,) * res["depth"], res["activation"], a, sigma_w=sw, pool=res.get("pool"),
                          norm=res["norm"], placement=res["placement"] or "pre", bn_batch=res.get("batch_size"),

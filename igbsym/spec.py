@@ -143,33 +143,34 @@ def mlp_ops(L, activation, norm="none", placement="pre", a=0.01, sigma_w=SIGMA_W
 
 
 def residual_block(activation="relu", norm="none", placement="pre", order="linear-first", a=0.01,
-                   sigma_w=SIGMA_W, width=None, shift=None, layers=1) -> tuple:
+                   sigma_w=SIGMA_W, width=None, shift=None, layers=1, sigma_b=0) -> tuple:
     """The branch F of ``layers`` layers (Labatie 2019 uses 2 per residual unit): 'linear-first' = (Dense → [norm if
     pre] → φ → [norm if post]) × layers; 'linear-last' = ([norm] → φ → Dense) × layers (He et al. 2016's
-    pre-activation ResNet; ``placement`` is ignored)."""
+    pre-activation ResNet; ``placement`` is ignored); every Dense has biases N(0, σ_b²)."""
     if not _is_int(layers) or layers < 1:
         _fail(f"residual block: layers={layers!r} is not allowed; allowed: an integer >= 1")
-    return _residual_layer(activation, norm, placement, order, a, sigma_w, width, shift) * layers
+    return _residual_layer(activation, norm, placement, order, a, sigma_w, width, shift, sigma_b) * layers
 
 
-def _residual_layer(activation, norm, placement, order, a, sigma_w, width, shift) -> tuple:
+def _residual_layer(activation, norm, placement, order, a, sigma_w, width, shift, sigma_b=0) -> tuple:
     if order not in BLOCKS:
         _fail(f"residual block order {order!r} is not allowed; allowed: {', '.join(BLOCKS)}")
     if placement not in PLACEMENTS:
         _fail(f"residual placement {placement!r} is not allowed; allowed: pre, post")
     if order == "linear-first":
-        return (Dense(width, sigma_w),) + block_ops(activation, norm, placement, a, shift=shift)
+        return (Dense(width, sigma_w, sigma_b),) + block_ops(activation, norm, placement, a, shift=shift)
     nrm = _norm_op(norm)
-    return ((nrm,) if nrm else ()) + (Act(activation, a, shift), Dense(width, sigma_w))
+    return ((nrm,) if nrm else ()) + (Act(activation, a, shift), Dense(width, sigma_w, sigma_b))
 
 
 def resnet_ops(L, activation="relu", alpha=1.0, norm="none", placement="pre", order="linear-first", a=0.01,
-               sigma_w=SIGMA_W, width=None, layers=1, embedding=None) -> tuple:
+               sigma_w=SIGMA_W, width=None, layers=1, embedding=None, sigma_b=0) -> tuple:
     """An embedding Dense then L residual blocks of ``layers`` layers (the output Dense is the Spec's own). The
     embedding's gain is ``embedding`` (default σ_w: the trunk starts at variance σ_w²; 1: a LeCun embedding, trunk
-    variance 1, as in Labatie's code)."""
-    block = residual_block(activation, norm, placement, order, a, sigma_w, width, layers=layers)
-    embed = Dense(width, sigma_w if embedding is None else embedding)
+    variance 1, as in Labatie's code). Every Dense, the embedding's too, has biases N(0, σ_b²) (the mean-field
+    convention; the readout's is the Spec's ``sigma_b_out``)."""
+    block = residual_block(activation, norm, placement, order, a, sigma_w, width, layers=layers, sigma_b=sigma_b)
+    embed = Dense(width, sigma_w if embedding is None else embedding, sigma_b)
     return (embed,) + tuple(Residual(alpha, block) for _ in range(L))
 
 

@@ -18,7 +18,8 @@ def all_derivations(tmp_path_factory):
     the session's common temporary folder (one pickle per family, written under a per-family lock), and a worker
     takes the families no other worker is running first, so two workers that need them all split the work."""
     from igbsym import derivations
-    root = tmp_path_factory.getbasetemp().parent / "igbsym-derivations"
+    base = tmp_path_factory.getbasetemp()        # an xdist worker's is a child of the session's folder
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "igbsym-derivations"
     root.mkdir(exist_ok=True)
     return shared_results(derivations.modules(), derivations.run, root)
 

@@ -119,9 +119,10 @@ GOLDEN = {
     ("moments.centred_ratio", ()): r"\frac{\mu_{2,c}}{\mu_2}(\gamma) = \frac{1}{\gamma + 1}",
     ("moments.bn_resnet_exponent", (("activation", "relu"),)):
         r"\beta_{\mathrm{BN\text{-}Res}}(\mathrm{ReLU}) = \frac{1}{2 \left(\pi - 1\right)}",
+    # with biases (sigma_b = 0 gives alpha^2 sigma_w^2/(alpha^2 sigma_w^2 (pi - 1) + 2 pi): derivations/resnet.py)
     ("resnet.gamma", (("L", 1), ("activation", "relu"))):
-        r"\gamma^{\mathrm{res}}_{1} = \frac{\alpha^{2} \sigma_w^{2}}"
-        r"{\alpha^{2} \sigma_w^{2} \left(\pi - 1\right) + 2 \pi}",
+        r"\gamma^{\mathrm{res}}_{1} = \frac{\sigma_w^{2} \left(\Delta_{2} \alpha^{2} - 2 \pi \sigma_{b}^{2}\right) - "
+        r"2 \pi \sigma_{b}^{2}}{\sigma_w^{2} \left(\Delta_{1} \alpha^{2} - 2 \pi \sigma_w^{2}\right)}",
     ("activation.mean", (("activation", "relu"),)):
         r"\mathbb{E}\left[\mathrm{ReLU}(X)\right] = \frac{\sigma}{\sqrt{2\pi}}",
     ("activation.var", (("activation", "relu"),)):

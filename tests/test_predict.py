@@ -72,7 +72,7 @@ def test_plot(capsys, tmp_path):
     (["--sigma-b", "-0.1"], "--sigma-b -0.1"),
     (["--sigma-b", "nan"], "--sigma-b nan"),
     (["--sigma-b", "0.3", "--norm", "layernorm"], "--sigma-b"),
-    (["--sigma-b", "0.3", "--residual"], "--sigma-b"),
+    (["--sigma-b", "0.3", "--residual", "--norm", "layernorm"], "--sigma-b"),   # resnet.gamma: biases without a norm
     (["--sigma-b", "0.3", "--activation", "srelu"], "--sigma-b"),
     (["--sigma-b", "0.3", "--model", "mlp", "--data", "gaussian"], "carries its own biases"),
 ])

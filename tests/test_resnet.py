@@ -264,3 +264,148 @@ def test_srelu_shift_cancellation_in_the_closed_form_case():
     deep = {"alpha": 2.6e-123, "sigma_w": 1 + 2.4e-11}
     assert float(form.numpy(L=2, activation="srelu", **deep)) == pytest.approx(
         float(form.mp(80, L=2, activation="srelu", **deep)), rel=2e-13, abs=0)
+
+
+# --- issue 48: sigma_b in every Dense (embedding, branches, readout) ------------------------------------------------
+# numpy and mp(30) values before sigma_b existed (commit 6aa42fb): sigma_b = 0 must give them bit for bit
+UNBIASED = [
+    (dict(L=1, activation="relu", alpha=0.8, sigma_w=1.3), 0.12577428747263766, "0.12577428747263764"),
+    (dict(L=3, activation="relu", alpha=1.0), 1.602965849687912, "1.602965849687912"),
+    (dict(L=4, activation="relu", alpha=0.7, order="linear-last"), 0.49723149990737464, "0.49723149990737453"),
+    (dict(L=2000, activation="relu", alpha=1.0, order="linear-last"), 23005.3277348227, "23005.32773482394"),
+    (dict(L=4, activation="relu", alpha=0.5, norm="layernorm"), 0.2799748703797594, "0.2799748703797594"),
+    (dict(L=4, activation="relu", alpha=1.0, norm="batchnorm", order="linear-last"), 0.2693683246243169,
+     "0.2693683246243169"),
+    (dict(L=3, activation="leaky_relu", alpha=0.6, a=0.2), 0.4825693575025841, "0.48256935750258406"),
+    (dict(L=2, activation="gelu", alpha=1.0), 0.5727001478917242, "0.572700147891724"),
+    (dict(L=2, activation="srelu", alpha=0.9), 0.18328493927231315, "0.1832849392723131"),
+    (dict(L=5, activation="tanh", alpha=0.7), 0.0, "0.0"),
+    (dict(L=3, activation="identity", alpha=0.7), 0.0, "0.0"),
+    (dict(L=2, activation="sigmoid", alpha=0.5, order="linear-last"), 0.12185226645901961, "0.12185226645901961"),
+]
+
+
+@pytest.mark.parametrize("kw,old_np,old_mp", UNBIASED)
+def test_sigma_b_zero_reproduces_the_unbiased_values_bit_for_bit(kw, old_np, old_mp):
+    form = igbsym.get("resnet.gamma")
+    for extra in ({}, {"sigma_b": 0.0}):
+        assert float(form.numpy(**kw, **extra)) == old_np
+        assert repr(float(form.mp(30, **kw, **extra))) == old_mp
+
+
+def _relu_pair(q, p):
+    """E[relu(u) relu(u')], (u, u') ~ N(0, [[q, p], [p, q]]), by 2-d mpmath quadrature of the Gaussian density in
+    polar coordinates (z1, z2) = t (cos θ, sin θ), u' = √q (ρ z1 + √(1 − ρ²) z2) = √q t sin(θ + asin ρ): both are
+    positive on the wedge −asin ρ < θ < π/2."""
+    phi0 = mpmath.asin(p / q)
+
+    def density(th, t):
+        return t**3 * mpmath.cos(th) * mpmath.sin(th + phi0) * mpmath.exp(-t**2 / 2) / (2 * mpmath.pi)
+    return q * mpmath.quad(density, [-phi0, mpmath.pi / 2], [0, mpmath.inf])
+
+
+def _hand_gamma(L, order, alpha, sw, sb):
+    """gamma_L of a ReLU ResNet with biases N(0, sb^2) in every Dense, the block recursion written out: a bias adds
+    sb^2 to the second moment q and the shared moment P of its Dense's output; the trunk x and the branch F are
+    uncorrelated apart from their means (F's Dense and bias are fresh); the readout is Dense(sw, sb)."""
+    b2, w2 = sb**2, sw**2
+    q, P, m = w2 + b2, b2, mpmath.mpf(0)                                   # the embedding
+    for _ in range(L):
+        if order == "linear-first":                                        # F = relu(W x + b)
+            qh, ph = w2 * q + b2, w2 * P + b2
+            S, M, PF = qh / 2, mpmath.sqrt(qh / (2 * mpmath.pi)), _relu_pair(qh, ph)
+        else:                                                              # F = W relu(x) + b, x ~ N(0, .)
+            S, M, PF = w2 * q / 2 + b2, 0, w2 * _relu_pair(q, P) + b2
+        q, P, m = q + 2 * alpha * m * M + alpha**2 * S, P + 2 * alpha * m * M + alpha**2 * PF, m + alpha * M
+    return (w2 * P + b2) / (w2 * (q - P))
+
+
+@pytest.mark.parametrize("L,order,alpha,sw,sb", [(1, "linear-first", "0.8", "1.3", "0.4"),
+                                                 (2, "linear-first", "1", "1.41421356237309505", "0.7"),
+                                                 (2, "linear-last", "0.6", "1.2", "1.5")])
+def test_biased_relu_gamma_against_direct_2d_quadrature(L, order, alpha, sw, sb):
+    """An independent route: the block recursion by hand with the pair moment by 2-d quadrature, to the form's
+    stated accuracy (NumPy and mpmath routes)."""
+    form = igbsym.get("resnet.gamma")
+    with mpmath.workdps(20):
+        ref = _hand_gamma(L, order, *(mpmath.mpf(v) for v in (alpha, sw, sb)))
+    kw = dict(L=L, activation="relu", order=order, alpha=float(alpha), sigma_w=float(sw), sigma_b=float(sb))
+    bound = form.accuracy.at(kw)
+    assert abs(float(form.numpy(**kw)) / float(ref) - 1) <= bound
+    assert abs(float(form.mp(30, **kw)) / float(ref) - 1) <= bound
+    assert float(ref) > 1.05 * float(form.numpy(**{**kw, "sigma_b": 0.0}))      # the bias matters here
+
+
+def test_biased_resnet_gamma_against_torch_with_a_mutation():
+    """Monte Carlo: a wide ReLU ResNet (width 512 = d_in, 96 inits with their own data, fixed seed) with biases
+    N(0, 1) in every Linear (validation/simulate.py draws them) vs resnet.gamma: |z| <= 5 from the SE. Dropping the
+    readout's bias term (the trunk's c/e) is far outside that allowance (measured: z = -0.5, mutated z = -17)."""
+    from igbsym.spec import SIGMA_W, Spec
+    from igbsym.validation.simulate import simulate
+    from igbsym.validation.stats import gamma_units, ratio_estimate
+    L, alpha, order, sb, w, D = 1, 1.0, "linear-last", 1.0, 512, 256
+    spec = Spec(w, resnet_ops(L, "relu", alpha, order=order, width=w, sigma_b=sb), n_classes=w, sigma_out=SIGMA_W,
+                sigma_b_out=sb)
+    res = simulate(spec, 96, D, seed=48, dtype=torch.float64, layer_stats=False, fresh_data=True)
+    est = ratio_estimate(*gamma_units(res.out.mean, res.out.var, D))
+    pred = float(igbsym.get("resnet.gamma").numpy(L=L, activation="relu", alpha=alpha, order=order, sigma_b=sb))
+    assert abs(est.value - pred) <= 5 * est.se
+    trunk = trunk_states(resnet_ops(L, "relu", alpha, order=order, sigma_b=sb))[-1]
+    mutated = float(trunk.c / trunk.e)                      # no readout bias: (sigma_w^2 c q)/(sigma_w^2 e q)
+    assert abs(mutated - est.value) > 12 * est.se
+
+
+def test_biased_bad_input_one_line():
+    form = igbsym.get("resnet.gamma")
+    with pytest.raises(InputError, match="^resnet.gamma: .*sigma_b"):
+        form.numpy(L=2, activation="relu", alpha=1.0, sigma_b=-0.5)
+    with pytest.raises(InputError, match=r"^resnet.gamma: .*sigma_b = 0 .*N = inf"):
+        form.numpy(L=2, activation="relu", alpha=1.0, sigma_b=0.5, N=64)
+    with pytest.raises(InputError, match=r"^resnet.gamma: .*sigma_b = 0 .*norm=none"):
+        form.numpy(L=2, activation="relu", alpha=1.0, sigma_b=0.5, norm="layernorm")
+    with pytest.raises(InputError, match=r"^resnet.gamma: .*L <= 4 for tanh"):
+        form.numpy(L=5, activation="tanh", alpha=1.0, sigma_b=0.5)
+    for args in (["sigma_b=-1"], ["sigma_b=0.5", "N=64"]):
+        out = subprocess.run([sys.executable, "-m", "igbsym", "eval", "resnet.gamma", "L=2", "activation=relu",
+                              "alpha=1"] + args, capture_output=True, text=True)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_odd_phi_with_bias_is_not_zero():
+    """The odd-φ shortcut γ = 0 holds at σ_b = 0 only: a bias is shared by the data. identity at L = 1 is exact."""
+    form = igbsym.get("resnet.gamma")
+    g = form.case(L=1, activation="identity")
+    assert g.subs(form.symbol("sigma_b"), 0) == 0 and g != 0
+    for act in ("identity", "tanh", "erf"):
+        v = float(form.numpy(L=3, activation=act, alpha=0.7, sigma_b=0.3))
+        assert v > 0 and v == pytest.approx(float(form.mp(30, L=3, activation=act, alpha=0.7, sigma_b=0.3)), rel=1e-12)
+
+
+def test_predict_residual_with_sigma_b_equals_resnet_gamma():
+    """`igbsym predict --residual --sigma-b S` prints resnet.gamma(sigma_b=S) after every block (the readout's bias
+    counted at every block); a norm with --sigma-b is refused in one line."""
+    import contextlib
+    import io
+    import json
+    from igbsym.cli import main
+    form = igbsym.get("resnet.gamma")
+    for order in ("linear-first", "linear-last"):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(["predict", "--residual", "--alpha", "0.5", "--depth", "3", "--sigma-b", "0.4", "--order",
+                         order, "--json"]) == 0
+        res = json.loads(buf.getvalue())
+        assert res["sigma_b"] == 0.4
+        assert [r["gamma"] for r in res["layers"]] == pytest.approx(
+            [form.numpy(L=L, activation="relu", alpha=0.5, order=order, sigma_b=0.4) for L in (1, 2, 3)], rel=1e-12)
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["predict", "--residual", "--sigma-b", "0.4", "--norm", "layernorm"]) == 2
+    assert len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_biased_deep_numpy_route_rescales_and_matches_mpmath():
+    """q grows like 2^L through ReLU blocks: the NumPy state is rescaled with its biases (no overflow) and matches
+    mpmath at L = 10000."""
+    form = igbsym.get("resnet.gamma")
+    kw = dict(L=10000, activation="relu", alpha=1.0, order="linear-last", sigma_b=0.5)
+    assert float(form.numpy(**kw)) == pytest.approx(float(form.mp(30, **kw)), rel=1e-12)

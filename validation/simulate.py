@@ -230,11 +230,11 @@ def sequential(spec: Spec, weights: list, i: int) -> nn.Sequential:
     for op in spec.all_ops():
         w = weights[min(k, len(weights) - 1)]
         mod = op.torch(n, w.device, w.dtype)
-        if op.starts_layer:
-            v, b = split_bias(weights[k][i:i + 1], n)
-            mod.weight.data.copy_(v[0].T)
+        for lin in (m for m in mod.modules() if isinstance(m, nn.Linear)):   # a Dense, or a residual branch's
+            v, b = split_bias(weights[k][i:i + 1], lin.in_features)
+            lin.weight.data.copy_(v[0].T)
             if b is not None:
-                mod.bias.data.copy_(b[0, 0])
+                lin.bias.data.copy_(b[0, 0])
             k += 1
         mods.append(mod)
         n = op.width(n)

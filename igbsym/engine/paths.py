@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import NumericalError
-from ..ops import E_MIN, check_state, input_state
+from ..ops import E_MIN, check_state, compose, degree, input_state
 from .walk import walk
 
 
@@ -128,6 +128,37 @@ def periodic(ops) -> tuple:
     return None
 
 
+def biased(ops) -> bool:
+    """Some Dense of ``ops`` (residual branches included) has a bias (σ_b > 0)."""
+    return any((op.starts_layer and not getattr(op, "unbiased", True)) or biased(op.children) for op in ops)
+
+
+RESCALE = 1e100       # readout_gammas: the NumPy state is rescaled (with its biases) once q leaves [1/RESCALE, RESCALE]
+
+
+def readout_gammas(head, block, L, readout, backend: str = "numpy", where: str = "walk", last: bool = False) -> list:
+    """γ of the ``readout`` Dense's pre-activations after blocks 1..L (``last``: only γ_L), for biased ops (σ_b > 0,
+    the mean-field convention: a bias, the readout's included, is zero-mean and independent of everything else).
+    Plain composition, O(L): biases break the homogeneity the walk's shortcuts rest on. Where the ops are homogeneous
+    of degree 1 without their biases, the maps commute with scaling the state and every bias alike, so NumPy rescales
+    both (q never overflows; γ is unchanged)."""
+    scalable = backend == "numpy" and degree(tuple(op.scaled_bias(0) for op in (*head, *block, readout))) == 1
+    s = compose(head, input_state(backend), backend)[-1]
+    k, ops, out = 1.0, tuple(block), []
+    for layer in range(L):
+        if scalable and not 1 / RESCALE < float(s.q) < RESCALE:
+            s, f = s.rescaled()
+            k = k / np.sqrt(f)
+            ops = tuple(op.scaled_bias(k) for op in block)
+        s = compose(ops, s, backend)[-1]
+        if backend == "numpy":
+            check_state(s, f"{where} at block {layer + 1}")
+        if not last or layer == L - 1:
+            r = readout.scaled_bias(k).map(s, backend)
+            out.append((check_state(r, where) if backend == "numpy" else r).gamma)
+    return out
+
+
 def layer_gammas(ops, backend: str = "numpy", where: str = "predict") -> list:
     """γ = c/e after every layer of ``ops`` (a spec's ``all_ops()``: its hidden layers, or residual blocks, then the
     readout): by ``walk`` with its shortcuts where the ops repeat one block, else by composing them op by op
@@ -135,6 +166,8 @@ def layer_gammas(ops, backend: str = "numpy", where: str = "predict") -> list:
     rep = periodic(ops)
     if rep is not None:
         head, block, L = rep
+        if block[-1].children and ops[-1].starts_layer and biased(ops):   # biased residual blocks: the readout's bias
+            return readout_gammas(head, block, L, tuple(op.limit() for op in ops)[-1], backend, where)
         return walk(head, block, L, backend, where)
     out, s, seen = [], input_state(backend), False
     free = _free(ops, backend)

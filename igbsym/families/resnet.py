@@ -2,10 +2,13 @@
 
 New theory (no seed paper has it; igb-initial-guessing-bias.txt App. I.2 measures IGB in ResNets): the trunk state
 (q, c, e = 1 − c, m) of igbsym/spec.py maps through a block by igbsym/ops/residual.py's law, derived in
-derivations/resnet.py. Architecture: N(0, I) data → Dense(σ_w) embedding → L blocks → linear readout, He-type
-weights N(0, σ_w²/fan_in), no biases. Block order 'linear-first': F = Dense → [norm if pre] → φ → [norm if post]
-(the branch ends in φ: its layer mean m_F = E φ feeds the trunk mean); 'linear-last': F = [norm] → φ → Dense
-(He et al. 2016's pre-activation ResNet; the trunk stays Gaussian with zero mean).
+derivations/resnet.py. Architecture: N(0, I) data → Dense(σ_w) embedding → L blocks → Dense(σ_w) readout, He-type
+weights N(0, σ_w²/fan_in); biases N(0, σ_b²) in every Dense (embedding, branches, readout; default 0: none), the
+convention of depth.gamma: γ = q_ab/(q − q_ab) of the readout's pre-activations, (σ_w² c q + σ_b²)/(σ_w² e q) on the
+trunk state (a bias is zero-mean and independent of the trunk, so the block law keeps its form). Block order
+'linear-first': F = Dense → [norm if pre] → φ → [norm if post] (the branch ends in φ: its layer mean m_F = E φ feeds
+the trunk mean); 'linear-last': F = [norm] → φ → Dense (He et al. 2016's pre-activation ResNet; the trunk stays
+Gaussian with zero mean).
 """
 from __future__ import annotations
 
@@ -24,18 +27,20 @@ from .. import registry
 from ..engine.finite import L_MAX_RESIDUAL as finite_L_MAX
 from ..registry import register
 from .. import engine
-from ..engine import states as trunk_states
-from ..ops import SHIFT_CANCEL, Act, Residual, State, compose
+from ..engine import readout_gammas, states as trunk_states
+from ..ops import SHIFT_CANCEL, Act, Dense, Residual, State, compose
 from ..spec import BLOCKS, NORMS, resnet_ops, residual_block
 
 SOURCE = "moments-well-behaved-vs-pathological.txt"
 L_EXACT = 1          # closed form registered for one block (no norm); deeper nests are long and slow to simplify
 L_MAX = 10000       # the recursion costs O(L) (no fixed point to stop at for linear-last blocks)
 NESTED_ACTS = tuple(n for n, act in acts.ACTIVATIONS.items() if act.smooth and not act.odd)   # odd phi: gamma = 0
+ODD_NESTED = tuple(n for n, act in acts.ACTIVATIONS.items() if act.smooth and act.odd and not Act(n).closed_form)
 
 alpha_ = sp.Symbol("alpha", nonnegative=True)
 a_ = sp.Symbol("a", real=True)
 sw_ = sp.Symbol("sigma_w", positive=True)
+sb_ = sp.Symbol("sigma_b", nonnegative=True)
 c_ = sp.Symbol("c", real=True)
 m_ = sp.Symbol("m", real=True)
 
@@ -69,11 +74,22 @@ def _shift_cancels(ops, states) -> bool:
     return False
 
 
+def _biased(L, activation, norm, placement, order, alpha, a, sigma_w, sigma_b, backend):
+    """γ_L with biases σ_b > 0 in every Dense (the readout's too): engine.readout_gammas on the same ops."""
+    ops = resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w, sigma_b=sigma_b)
+    return readout_gammas(ops[:1], ops[1:2], L, Dense(None, sigma_w, sigma_b), backend, "resnet.gamma", last=True)[-1]
+
+
 def _gamma_np(L, activation, norm, placement, order):
-    def fn(alpha, a, sigma_w):
-        alpha, a, sigma_w = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a, sigma_w)))
+    def fn(alpha, a, sigma_w, sigma_b=0.0):
+        alpha, a, sigma_w, sigma_b = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a, sigma_w,
+                                                                                           sigma_b)))
         out = np.empty(alpha.shape)
         for idx in np.ndindex(alpha.shape):
+            if sigma_b[idx] > 0:
+                out[idx] = float(_biased(L, activation, norm, placement, order, *(float(v[idx]) for v in (
+                    alpha, a, sigma_w, sigma_b)), "numpy"))
+                continue
             ops = resnet_ops(L, activation, float(alpha[idx]), norm, placement, order, float(a[idx]),
                              float(sigma_w[idx]))
             if activation != "srelu":
@@ -94,7 +110,11 @@ def _gamma_np(L, activation, norm, placement, order):
 
 
 def _gamma_mp(L, activation, norm, placement, order):
-    def fn(alpha, a, sigma_w):
+    def fn(alpha, a, sigma_w, sigma_b=mpmath.mpf(0)):
+        if sigma_b > 0:
+            return _biased(L, activation, norm, placement, order, alpha, a, sigma_w, sigma_b, "mpmath")
+        if acts.get(activation).odd:        # odd φ without bias: 0 exactly (gamma_case)
+            return mpmath.mpf(0)
         ops = resnet_ops(L, activation, alpha, norm, placement, order, a, sigma_w)
         return engine.walk(ops[:1], ops[1:2], L, "mpmath", "resnet.gamma", last=True)[-1]
     return fn
@@ -113,27 +133,31 @@ def _width_case(L, activation, N):
     return registry.delegate(
         "width.resnet_gamma", dict(L=L, N=N, activation=activation),
         "width.resnet_gamma: resnet.gamma + a_L/N (the delta method on the trunk's five averages)",
-        "that of width.resnet_gamma (1e-6 relative)", sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"))
+        "that of width.resnet_gamma (1e-6 relative)", sp.Symbol("gamma_L") + sp.Symbol("a_L") / sp.Symbol("N"),
+        ignore=("sigma_b",))
 
 
 def gamma_case(L, activation, norm="none", placement="pre", order="linear-first", N=np.inf):
-    """Exact form for closed-form activations, no norm and L <= L_EXACT; else the composed numeric route (the
-    SymPy backend of the same maps gives any nested case on demand: trunk_states(resnet_ops(...), 'sympy')).
-    Odd φ (identity, tanh, erf): 0 exactly at every L: Dense, odd φ, the norms (LN, RMSNorm and full-batch BN
-    commute with h → −h) and x + αF(x) are odd maps, so each output node is an odd function of the symmetric data
-    and its centre E_x f(x) vanishes (igb-initial-guessing-bias.txt App. G.2; the composed route gives 0 too, at a
-    1-d quadrature per block)."""
+    """Exact form for closed-form activations, no norm and L <= L_EXACT (with σ_b where ``bias_used``); else the
+    composed numeric route (the SymPy backend of the same maps gives any nested case on demand). Odd φ (identity,
+    tanh, erf) at σ_b = 0: 0 exactly at every L: Dense, odd φ, the norms (LN, RMSNorm and full-batch BN commute with
+    h → −h) and x + αF(x) are odd maps, so each output node is an odd function of the symmetric data and its centre
+    E_x f(x) vanishes (igb-initial-guessing-bias.txt App. G.2); a bias, shared by the data, breaks the symmetry."""
     if N != np.inf:
         return _width_case(L, activation, N)
-    if acts.get(activation).odd:
+    odd = acts.get(activation).odd
+    if odd and norm != "none":                      # biases enter without a norm only (SB_UNUSED)
         return sp.S.Zero
     closed = Act(activation).closed_form
     if closed and L <= L_EXACT and norm == "none":
-        s = trunk_states(resnet_ops(L, activation, alpha_, norm, placement, order, a_, sw_), "sympy")[-1]
-        return sp.simplify(s.c / s.e)
+        sb = sb_ if bias_used(dict(activation=activation, norm=norm)) else 0
+        s = trunk_states(resnet_ops(L, activation, alpha_, norm, placement, order, a_, sw_, sigma_b=sb), "sympy")[-1]
+        r = Dense(None, sw_, sb).sym(s)             # the readout (keeps c/e without a bias)
+        return sp.simplify(r.c / r.e)
     return NumericRoute(_gamma_np(L, activation, norm, placement, order),
                         _gamma_mp(L, activation, norm, placement, order),
-                        f"{L}-fold composition of the residual block map (igbsym/ops/residual.py)", ROUTE_ERROR,
+                        f"{L}-fold composition of the residual block map (igbsym/ops/residual.py)"
+                        + ("; 0 exactly at sigma_b = 0 (odd phi, symmetric data)" if odd else ""), ROUTE_ERROR,
                         sp.Symbol("c_L") / (1 - sp.Symbol("c_L")))
 
 
@@ -143,6 +167,26 @@ def _nested_per_block(case) -> bool:
     return case.get("activation") in NESTED_ACTS and case.get("norm", "none") != "batchnorm"
 
 
+def bias_used(case) -> bool:
+    """σ_b enters resnet.gamma without a norm, in the width limit, for every activation but srelu (depth.gamma's
+    bias_used: a norm's centring and srelu's layer-1 shift are defined without biases)."""
+    return (case.get("norm", "none") == "none" and case.get("activation") != "srelu"
+            and case.get("N", np.inf) == np.inf)
+
+
+SB_PARAM = Param("sigma_b", "nonnegative", "bias sd: every Dense (embedding, branches, readout) adds B ~ N(0, "
+                 "sigma_b^2), depth.gamma's convention; default 0 (no biases)", default=0.0, used_when=bias_used,
+                 used_text="with norm=none, an activation other than srelu and N = inf only")
+SB_UNUSED = Condition(sp.Eq(sb_, 0), "sigma_b = 0 (biases enter with norm=none, an activation other than srelu and "
+                                     "N = inf only; width.resnet_gamma has no biases)",
+                      applies=lambda case: not bias_used(case))
+SB_RANGE = Condition(sp.Le(sb_, 10**15 * sw_), "sigma_b <= 1e15 sigma_w (as depth.gamma: gamma_1 ~ sigma_b^2/"
+                                               "sigma_w^2 stays within 1e30)", applies=bias_used)
+L_BIAS_ODD = 4       # tanh, erf with biases: the 50-digit nested quadrature costs 1-30 s a block (30 s near c = 1)
+BIAS_NESTED = Condition(sp.Or(sp.Le(L_PARAM.symbol(), L_BIAS_ODD), sp.Eq(sb_, 0)),
+                        f"L <= {L_BIAS_ODD} for {', '.join(ODD_NESTED)} with sigma_b > 0 (a bias gives the trunk a "
+                        "correlation: a nested quadrature per block, up to 30 s at 50 digits)",
+                        applies=lambda case: case.get("activation") in ODD_NESTED and bias_used(case))
 N_PARAM, N_FINITE = P.width_param("width.resnet_gamma", finite_supported,
                                   f"norm none, order linear-first and L <= {finite_L_MAX}")
 NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
@@ -152,20 +196,21 @@ NESTED_DEPTH = Condition(sp.Le(L_PARAM.symbol(), L_NESTED),
 
 register(ClosedForm(
     "resnet.gamma", "gamma of a linear readout after L residual blocks x + alpha F(x) (infinite width, N(0, I) "
-                    "data, Dense embedding, zero biases): the trunk's centred and shared second moments add.",
-    (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW, N_PARAM),
+                    "data, Dense embedding, biases N(0, sigma_b^2) in every Dense, default 0): the trunk's centred "
+                    "and shared second moments add.",
+    (L_PARAM, ACT, NORM, PLACEMENT, ORDER, ALPHA, A, SW, SB_PARAM, N_PARAM),
     Provenance(SOURCE, "Secs. 6-7 (residual nets; no formula in the seeds)",
                "new: derivations/resnet.py derives the block law from x' = x + alpha F(x) with a fresh Dense in F; "
                "finite N: width.resnet_gamma (Roberts-Yaida-Hanin chs. 4-5)"),
-    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH, N_FINITE),
+    builder=gamma_case, conditions=RANGE + (NESTED_DEPTH, N_FINITE, SB_UNUSED, SB_RANGE, BIAS_NESTED),
     accuracy=Accuracy(1e-12, "finite N: width.resnet_gamma's route, relative error <= 1e-6 (central differences and "
                              "nested quadrature, igbsym.engine.finite); N = inf: 1e-12",
                       per_case=lambda case: 1e-6 if case.get("N", np.inf) != np.inf else 1e-12),
     # the closed form (L = 1, no norm) printed and used by mp, but NumPy composes the maps: the lambdified nest has
     # srelu's (σ_w² − 1) cancellation with no way to flag it
-    kernel=lambda L, activation, norm, placement, order, alpha, a, sigma_w, N=np.inf: (
+    kernel=lambda L, activation, norm, placement, order, alpha, a, sigma_w, sigma_b=0.0, N=np.inf: (
         _width_case(L, activation, N).numpy(alpha=alpha, a=a, sigma_w=sigma_w) if N != np.inf
-        else _gamma_np(L, activation, norm, placement, order)(alpha, a, sigma_w))))
+        else _gamma_np(L, activation, norm, placement, order)(alpha, a, sigma_w, sigma_b))))
 
 
 def corr_map_expr(activation):

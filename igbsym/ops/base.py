@@ -181,6 +181,14 @@ class Op:
                 vals[f.name] = tuple(o.at(i) for o in v)
         return dataclasses.replace(self, **vals) if vals else self
 
+    def scaled_bias(self, k) -> "Op":
+        """The op with every bias sd multiplied by ``k`` (Dense; composites recurse): the bias-carrying maps of a
+        path that is homogeneous without biases commute with scaling the state and the biases alike."""
+        vals = {f.name: tuple(o.scaled_bias(k) for o in getattr(self, f.name)) for f in dataclasses.fields(self)
+                if isinstance(getattr(self, f.name), tuple) and getattr(self, f.name)
+                and all(isinstance(o, Op) for o in getattr(self, f.name))}
+        return dataclasses.replace(self, **vals) if vals else self
+
     def limit(self) -> "Op":
         """The op at infinite width (what the width-limit maps see): widths dropped."""
         return self

@@ -97,6 +97,9 @@ class Dense(Op):
     def limit(self):
         return dataclasses.replace(self, width_=None)
 
+    def scaled_bias(self, k):
+        return self if self.unbiased else dataclasses.replace(self, sigma_b=self.sigma_b * k)
+
     def shapes(self, n):
         return [(n, self.width_)]
 
