@@ -288,6 +288,19 @@ def _add_predict_command(sub) -> None:
     s.set_defaults(func=cmd_predict)
 
 
+def _batch_size(raw: str):
+    """--batch: an integer >= 4 or inf."""
+    if raw.strip().lower() in ("inf", "+inf", "infinity"):
+        return float("inf")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not allowed; allowed: an integer >= 4 or inf") from None
+    if value < 4:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; allowed: an integer >= 4 or inf")
+    return value
+
+
 def _add_phase_command(sub) -> None:
     """phase: the mean-field phase diagram."""
     s = sub.add_parser("phase", help="mean-field phase diagram: log10 gamma_inf (or gamma_L) over (sigma_w^2, "
@@ -298,6 +311,11 @@ def _add_phase_command(sub) -> None:
     s.add_argument("--sw2-max", type=float, default=4.0, help="largest sigma_w^2 (default 4)")
     s.add_argument("--sb2-max", type=float, default=0.5, help="largest sigma_b^2 (default 0.5)")
     s.add_argument("--a", type=float, default=0.01, help="leaky slope (leaky_relu)")
+    s.add_argument("--norm", choices=("none", "batchnorm"), default="none",
+                   help="batchnorm: no diagram, one line: no edge of chaos and the gradient-explosion rate lambda")
+    s.add_argument("--batch", type=_batch_size, default=float("inf"), metavar="B",
+                   help="with --norm batchnorm: the batch size (default inf; finite B >= 4: relu, leaky_relu, "
+                   "identity, abs)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--plot", default=None, metavar="FILE")
     s.set_defaults(func="igbsym.phase:run")

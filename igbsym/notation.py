@@ -145,6 +145,7 @@ NOTATION = {
     "maxpool.pdf": N(r"f_{M_k^{<activation>}}(x)"),
     "maxpool.var": N(_V + r"[M_k^{<activation>}]", extra=_maxpool_exact("var"),
                      general=r"\mathbb{E}[M_k^2] - \mathbb{E}[M_k]^2"),
+    "meanfield.bn_grad_rate": N(r"\lambda^{\mathrm{BN}}_{<activation>}(<B>)"),
     "meanfield.c_star": N(r"c^*_{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.chi_1": N(r"\chi_1^{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.chi_c": N(r"\chi_c^{<activation>}(\sigma_w, \sigma_b)"),

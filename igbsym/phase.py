@@ -5,6 +5,8 @@ in the ordered one), or with ``--depth L`` of log10 γ_L of the readout after L 
 fed two independent N(0, I) inputs (the mean-field trajectory of igbsym.engine.meanfield; σ_b → 0 is depth.gamma),
 with the edge of chaos σ_w²(σ_b²) (meanfield.eoc_sigma_w). ``--json`` prints the grid (null where γ is infinite or q*
 diverges); ``--plot`` writes a heat map (matplotlib Agg) with the EOC curve and labelled axes and colour bar.
+``--norm batchnorm [--batch B]``: no diagram -- one line stating that no (σ_w, σ_b) reaches the edge of chaos with
+BatchNorm and the gradient-explosion rate λ (meanfield.bn_grad_rate), exit 0.
 Bad input: one line on stderr, exit 2 (igbsym.cli).
 """
 from __future__ import annotations
@@ -91,7 +93,44 @@ def plot(res: dict, path) -> None:
         plt.close(fig)
 
 
+def batchnorm_line(activation: str, B=math.inf, a: float = 0.01) -> dict:
+    """``phase --norm batchnorm``: no diagram (BN removes sigma_w and sigma_b), the rate of meanfield.bn_grad_rate."""
+    form = registry.get("meanfield.bn_grad_rate")
+    kw = dict(activation=activation, B=B) | (dict(a=a) if activation == "leaky_relu" else {})
+    try:
+        form.check(**kw)
+        lam = float(form.numpy(**kw))
+    except InputError as exc:
+        raise InputError(f"phase --norm batchnorm: {exc}") from None
+    batch = "B = inf" if B == math.inf else f"B = {B}"
+    if lam == 1:    # the identity at B = inf: phi affine, the Poincare equality
+        line = (f"{activation} with BatchNorm ({batch}): lambda = 1 at every (sigma_w, sigma_b) -- phi is affine "
+                "(Poincare equality), the only case without gradient explosion (meanfield.bn_grad_rate)")
+    else:
+        line = (f"{activation} with BatchNorm ({batch}): no edge of chaos -- BN removes sigma_w and sigma_b, and the "
+                f"mean squared gradient grows by lambda = {lam:.6g} > 1 per layer at every (sigma_w, sigma_b) "
+                "(meanfield.bn_grad_rate" + ("; Gaussian Poincare: E phi'^2 >= Var phi)" if B == math.inf else ")"))
+    return {"activation": activation, "norm": "batchnorm", "B": None if B == math.inf else B, "lambda": lam,
+            "edge_of_chaos": lam == 1, "line": line}
+
+
+def _run_batchnorm(args) -> int:
+    for opt, given, default in (("--depth", args.depth, None), ("--plot", args.plot, None),
+                                ("--grid", args.grid, 100), ("--sw2-max", args.sw2_max, 4.0),
+                                ("--sb2-max", args.sb2_max, 0.5)):
+        if given != default:
+            raise InputError(f"phase --norm batchnorm: {opt} has no effect (with BatchNorm there is no phase diagram: "
+                             "sigma_w and sigma_b cancel); leave it out")
+    res = batchnorm_line(args.activation, args.batch, args.a)
+    print(json.dumps(res) if args.json else res["line"])
+    return 0
+
+
 def run(args) -> int:
+    if getattr(args, "norm", "none") == "batchnorm":
+        return _run_batchnorm(args)
+    if getattr(args, "batch", math.inf) != math.inf:
+        raise InputError("phase: --batch needs --norm batchnorm (leave it out)")
     target = writable_file(args.plot, "phase --plot") if args.plot else None
     res = grid(args.activation, args.grid, args.sw2_max, args.sb2_max, args.depth, args.a)
     if target is not None:

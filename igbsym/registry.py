@@ -14,6 +14,7 @@ from .errors import InputError
 
 _REGISTRY: dict = {}
 _MODULE: dict = {}      # family -> the family module (igbsym/families/<module>.py) that registers its forms
+                        # (the one named after the family when several do)
 _LOADED = False
 
 
@@ -22,7 +23,9 @@ def register(form):
     if form.name in _REGISTRY:
         raise ValueError(f"duplicate closed-form name {form.name}")
     _REGISTRY[form.name] = form
-    _MODULE[form.family] = sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]
+    module = sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]
+    if form.family not in _MODULE or module == form.family:   # a family split over modules (meanfield and
+        _MODULE[form.family] = module                         # meanfield_bn): the module named after it
     return form
 
 
