@@ -139,10 +139,11 @@ def _stage(c_in, c_out, k, pad, act, pool, pk, ps, pp=0):
     return [nn.Conv2d(c_in, c_out, k, stride=1, padding=pad), act(), pool(pk, stride=ps, padding=pp)]
 
 
-def cnn_a(input_shape, n_classes: int, variant: str = "relu-maxpool") -> nn.Sequential:
-    """CNN-A of App. I.4 (module docstring)."""
+def cnn_a(input_shape, n_classes: int, variant: str = "relu-maxpool", channels=(16, 64)) -> nn.Sequential:
+    """CNN-A of App. I.4 (module docstring); ``channels`` scales its two stages (the width studies of README App. I)."""
     act, pool = CNN_VARIANTS[variant]
-    feats = nn.Sequential(*_stage(input_shape[0], 16, 5, 2, act, pool, 2, 2), *_stage(16, 64, 5, 2, act, pool, 4, 4),
+    c1, c2 = channels
+    feats = nn.Sequential(*_stage(input_shape[0], c1, 5, 2, act, pool, 2, 2), *_stage(c1, c2, 5, 2, act, pool, 4, 4),
                           nn.Flatten())
     return nn.Sequential(*feats, nn.Linear(_flat(feats, input_shape), n_classes))
 
