@@ -23,6 +23,7 @@ import numpy as np
 from . import activations as acts
 from . import spec as S
 from .engine import layer_gammas
+from .engine.paths import biased
 from .extreme import EXACT_MOMENTS
 from .errors import InputError
 from .files import writable_file
@@ -87,7 +88,10 @@ def predict(spec: S.Spec) -> Prediction:
     cs = np.atleast_1d(get("igb.corr").numpy(gamma=np.array(gammas)))
     layers = [{"layer": i + 1, "gamma": g, "c": float(c)} for i, (g, c) in enumerate(zip(gammas, cs))]
     residual = any(op.children for op in spec.ops)
-    return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary, SOURCES[residual])
+    source = SOURCES[residual]
+    if biased(spec.all_ops()):
+        source = source.replace("zero biases", "biases N(0, sigma_b^2) in every Dense")
+    return Prediction(spec, layers, g_out, float(cs[-1]), regime(g_out), summary, source)
 
 
 def architecture(activation="relu", depth=1, norm="none", placement="pre", a=0.01, sigma_w=None, batch_size=None,

@@ -89,6 +89,7 @@ def test_biases_every_layer_is_depth_gamma_with_sigma_b(capsys):
     res = json.loads(out)
     g = igbsym.get("depth.gamma")
     assert res["sigma_b"] == 0.3 and len(res["layers"]) == 5
+    assert "zero biases" not in res["source"] and "sigma_b" in res["source"]     # the source names the biases
     for row in res["layers"]:
         want = float(g.numpy(L=row["layer"], activation="tanh", sigma_w=1.5, sigma_b=0.3))
         assert row["gamma"] == pytest.approx(want, rel=1e-12) and want > 0
