@@ -19,6 +19,14 @@ SIGMA_W_PARAM = Param("sigma_w", "positive", "Kaiming gain: weights N(0, sigma_w
 NORM = Param("norm", "choice", "normalisation layer", choices=NORMS, default="none")
 
 
+def bias_used(case) -> bool:
+    """σ_b enters depth.gamma and resnet.gamma without a norm, in the width limit, for every activation but srelu
+    (a norm's centring, and srelu's shift fixed by layer 1's bias-free variance, App. G.3, are defined without
+    biases; the finite-width forms have none)."""
+    return (case.get("norm", "none") == "none" and case.get("activation") != "srelu"
+            and case.get("N", float("inf")) == float("inf"))
+
+
 def width_param(form: str, supported, text: str) -> tuple:
     """(N, its condition) of a form whose finite-N value is the width family's ``form`` (issue 28): N = inf (the
     default) is the width limit; a finite N is used where ``supported(case)`` and refused elsewhere in one line

@@ -46,6 +46,7 @@ from .. import ops as O
 import dataclasses
 
 from .. import params as P
+from ..params import bias_used
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from .. import registry
 from ..registry import register
@@ -171,13 +172,6 @@ def exact_gamma(L, activation, norm, placement):
         for op in ops:
             state = op.sym(state)
     return sp.simplify(state.c / (1 - state.c)) if L == 1 else state.c / (1 - state.c)
-
-
-def bias_used(case) -> bool:
-    """σ_b enters depth.gamma without a norm, in the width limit, for every activation but srelu (whose shift is
-    defined by layer 1's bias-free variance, App. G.3)."""
-    return (case.get("norm", "none") == "none" and case.get("activation") != "srelu"
-            and case.get("N", np.inf) == np.inf)
 
 
 def finite_supported(case) -> bool:

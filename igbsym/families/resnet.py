@@ -21,7 +21,7 @@ from ..errors import NumericalError
 import dataclasses
 
 from .. import params as P
-from ..params import L_NESTED, RANGE
+from ..params import L_NESTED, RANGE, bias_used
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from .. import registry
 from ..engine.finite import L_MAX_RESIDUAL as finite_L_MAX
@@ -165,13 +165,6 @@ def _nested_per_block(case) -> bool:
     """A case whose branch φ is smooth and not odd and does not follow a full-batch BatchNorm (which resets the
     branch to (1, 0, 1, 0): then φ's moments are 1-d and cached): every block needs the nested quadrature."""
     return case.get("activation") in NESTED_ACTS and case.get("norm", "none") != "batchnorm"
-
-
-def bias_used(case) -> bool:
-    """σ_b enters resnet.gamma without a norm, in the width limit, for every activation but srelu (depth.gamma's
-    bias_used: a norm's centring and srelu's layer-1 shift are defined without biases)."""
-    return (case.get("norm", "none") == "none" and case.get("activation") != "srelu"
-            and case.get("N", np.inf) == np.inf)
 
 
 SB_PARAM = Param("sigma_b", "nonnegative", "bias sd: every Dense (embedding, branches, readout) adds B ~ N(0, "
