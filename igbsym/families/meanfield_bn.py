@@ -41,6 +41,7 @@ from ..errors import InputError
 from ..form import Accuracy, ClosedForm, Condition, NumericRoute, Param, Provenance
 from ..gauss import derivative_moment_mp, derivative_moment_np
 from ..gauss.activation import var_mp, var_np
+from ..ops import arccos_map
 from .. import params as P
 from ..registry import register
 
@@ -69,9 +70,10 @@ ACCURACY = Accuracy(1e-11, "relu/leaky_relu/identity/abs: closed forms, rounding
                            "stated 1e-11. Measured against mpmath.quad at 30 digits (tests/test_meanfield_norms.py)")
 
 
-def arccos_kernel(r):
-    """g(r) = E relu(z_1) relu(z_2) for unit normals of correlation r: (√(1 − r²) + r(π − arccos r))/(2π)."""
-    return (sp.sqrt(1 - r**2) + r * (sp.pi - sp.acos(r))) / (2 * sp.pi)
+def relu_pair(r):
+    """E relu(z_1) relu(z_2) for unit normals of correlation r: (√(1 − r²) + r(π − arccos r))/(2π), i.e. half
+    the normalised arc-cosine map at slope 0 (ops.arccos_map; E relu(z)² = 1/2)."""
+    return arccos_map(r, sp.S.Zero) / 2      # a SymPy zero: the slope ratio stays exact (1, not 1.0)
 
 
 def homogeneous_rate(a, B):
@@ -83,7 +85,7 @@ def homogeneous_rate(a, B):
     s = sp.asin(rho) / (2 * sp.pi)
     d1 = (1 + a**2) / 2
     d2 = (1 + a**2) * (sp.Rational(1, 4) + s) + 2 * a * (sp.Rational(1, 4) - s)
-    alpha = (1 + a**2) * (sp.Rational(1, 2) - arccos_kernel(rho)) + 2 * a * arccos_kernel(-rho)
+    alpha = (1 + a**2) * (sp.Rational(1, 2) - relu_pair(rho)) + 2 * a * relu_pair(-rho)
     return (((B - 1) * d1 + d2) / alpha - 1) / (B - 3)
 
 
