@@ -146,3 +146,6 @@ def test_estimate_gamma_reaches_the_target_with_a_valid_estimator(spec, data):
         assert abs(_z(res.gamma, sim)) <= Z
     with pytest.raises(InputError, match="rel_se"):
         estimate_gamma(spec, 0.0)
+    for bad in (0.0, -1e-3, math.inf, math.nan, True):
+        with pytest.raises(InputError, match="abs_se"):
+            estimate_gamma(spec, 0.02, abs_se=bad)

@@ -68,6 +68,9 @@ def test_grow_meets_the_target_and_equals_one_run_of_its_count():
     n[0] = 0
     est, p = grow(run_to, lambda: ratio_estimate(zero[:n[0]], b_all[:n[0]]), 0.02, 16, 50_000)
     assert p.met and p.target == "absolute" and est.se <= 0.02
+    n[0] = 0                                              # absolute from the start: a non-zero γ held to its SE
+    est, p = grow(run_to, lambda: ratio_estimate(a_all[:n[0]], b_all[:n[0]]), 0.004, 16, 50_000, absolute=True)
+    assert p.met and p.target == "absolute" and est.se <= 0.004 < 0.02 * abs(est.value)
 
 
 def _model():

@@ -169,6 +169,27 @@ def test_sweep_judges_against_the_finite_width_prediction():
     assert gelu[-1][1] <= 0.05 * gelu[-1][0] + 1e-12   # GELU L = 8 at N = 32, outside the series: answered
 
 
+def test_sweep_chain_target_is_a_third_of_the_points_se_even_where_gamma_is_tiny():
+    """LayerNorm after φ (γ_∞ = 0, γ_N ≈ a/N ≈ 0.008 at N = 64): the judged column's chain must reach an absolute SE
+    below the point's own; a relative target of a γ within 2 SE of 0 stopped at the pilot, SE 0.004 (issue 47)."""
+    from igbsym.validation.stats import Estimate
+
+    def _est(v, se):
+        return Estimate(v, se, v - 2 * se, v + 2 * se, "delta", 100)
+    from igbsym.validation.sweep import chain_target, finite_prediction
+    assert chain_target(_est(0.0078, 3e-4)) == pytest.approx(1e-4, rel=1e-12)
+    assert chain_target(_est(2.0, 1e-4)) == pytest.approx(2e-3, rel=1e-12)      # CHAIN_REL_MIN × |γ̂|
+    assert chain_target(_est(0.0, 0.0)) is None
+    cfg = dict(weight_law="normal", data_law="gaussian", srelu_shift=None, pool=None, norm="layernorm",
+               placement="post", activation="relu", a=0.01, sigma_w=math.sqrt(2), d_in=64, widths=[64] * 2,
+               n_classes=2, n_data=256)
+    rows = finite_prediction(cfg, abs_se=3e-4)
+    g, a = W.series(2, "relu", "layernorm", 0.01, math.sqrt(2))[-1]
+    holds, rem = W.finite.validity(g, a, 64)
+    assert g == 0 and holds and rows[-1][1] <= 3e-4
+    assert abs(rows[-1][0] - (g + a / 64)) <= 5 * rows[-1][1] + rem
+
+
 def test_residual_net_at_finite_width_matches_torch():
     """x + phi(W x) ReLU blocks (alpha = 1, d_in = N = 64): the finite-width value against torch ResNets
     (validation/moments.measure: shared dataset, SE over inits), tolerance 4.5 SE + the derived remainder; the

@@ -112,11 +112,17 @@ def candidates(spec, data) -> dict:
 
 
 def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progress=None,
-                   estimator: str | None = None, n_data: int | None = None) -> GammaEstimate:
+                   estimator: str | None = None, n_data: int | None = None,
+                   abs_se: float | None = None) -> GammaEstimate:
     """γ̂ of ``spec`` (an ``igbsym.spec.Spec`` with finite widths) to relative SE ``rel_se`` (module docstring);
     ``estimator``: run that one (no pilot of the others), e.g. 'exact-chain' for its per-layer values; ``n_data``:
-    with BatchNorm, the dataset size whose within-batch pairs the chain counts (None: infinitely many points)."""
+    with BatchNorm, the dataset size whose within-batch pairs the chain counts (None: infinitely many points);
+    ``abs_se``: an absolute target SE instead of ``rel_se`` (a γ that may be tiny: the sweep's judged column)."""
     rel_se = check_rel_se(rel_se, "estimate_gamma")
+    if abs_se is not None:
+        if isinstance(abs_se, bool) or not isinstance(abs_se, (int, float, np.floating)) or not 0 < abs_se < np.inf:
+            raise InputError(f"estimate_gamma: abs_se = {abs_se!r} is not allowed; allowed: a number > 0")
+        rel_se = float(abs_se)
     if spec.d_in is None or any(w is None for w in spec.widths):
         raise InputError("estimate_gamma: the spec needs a finite d_in and finite widths (N = inf: igbsym predict)")
     if data is not None and not (isinstance(data, torch.Tensor) and data.dim() == 2 and data.shape[1] == spec.d_in):
@@ -138,7 +144,8 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
                 r = _Route(name, spec, data, seed, n_data, points)
                 r.more(PILOT[name])
                 pilot = r.estimate()
-                rel = next_round(pilot, PILOT[name], rel_se, MAX_UNITS[name], absolute_target(pilot)).achieved
+                rel = next_round(pilot, PILOT[name], rel_se, MAX_UNITS[name],
+                                 abs_se is not None or absolute_target(pilot)).achieved
                 need = max(PILOT[name], PILOT[name] * (rel / rel_se) ** 2)
                 key = name if points is None else f"{name} ({points} points)"
                 routes[key], cost[key] = r, r.seconds / PILOT[name] * need
@@ -147,7 +154,8 @@ def estimate_gamma(spec, rel_se: float = 0.01, data=None, seed: int = 0, progres
     reason = "; ".join([f"{k}: predicted {v:.3g} CPU s" for k, v in cost.items()]
                        + [f"{k}: {v}" for k, v in valid.items() if v is not None])
     est, p = grow(r.run_to, r.estimate, rel_se, r.a.shape[0], MAX_UNITS[best],
-                  progress=None if progress is None else lambda p: progress(best, p.n, p.achieved), strict=True)
+                  progress=None if progress is None else lambda p: progress(best, p.n, p.achieved), strict=True,
+                  absolute=abs_se is not None or None)
     if not p.met:
         raise NumericalError(f"estimate_gamma: {best} at {p.target} SE {p.achieved:.3g} after {p.n} units needs "
                              f"{p.need} for {rel_se:g}, more than {MAX_UNITS[best]}")

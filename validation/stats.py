@@ -214,13 +214,13 @@ def next_round(est: Estimate, n: int, rel_se: float, cap: int, absolute: bool, s
 
 
 def grow(run_to, estimate, rel_se: float, start: int, cap: int, step: int = 1, progress=None,
-         strict: bool = False) -> tuple:
+         strict: bool = False, absolute: bool | None = None) -> tuple:
     """Run ``run_to(start)``, then rounds ``run_to(next)`` (``next_round``) until the target is met or the cap is
     reached; ``run_to(n)`` brings the run to n units in total (units 0 … n − 1, so the result for n units is that of
     one run of n), ``estimate()`` the Estimate of the units so far; the target mode switches one way
-    (``absolute_target``). ``strict``: stop as soon as the SE asks for more than the cap (instead of running to it).
-    ``progress(precision)`` after each round but the first. Returns (Estimate, Precision)."""
-    absolute = None
+    (``absolute_target``); ``absolute=True``: ``rel_se`` is an absolute SE from the start. ``strict``: stop as soon as
+    the SE asks for more than the cap (instead of running to it). ``progress(precision)`` after each round but the
+    first. Returns (Estimate, Precision)."""
     run_to(start)
     n, est = start, estimate()
     while True:

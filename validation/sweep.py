@@ -27,7 +27,7 @@ Predictions: ``igbsym.predict.predict`` (the registered ``depth.gamma`` path per
 under BatchNorm, ``maxpool.gamma`` with pooling) for Gaussian data and Gaussian weights, the infinite-width
 limit: z = (γ̂ − γ)/SE also contains the O(1/width) finite-size bias, so it is reported, not judged. The judged column
 is the finite-width one (issue 47): pred_N ± se_N the exact chain at the point's own widths (``validation.chain``:
-every width and depth, norms in either place, BatchNorm, pooling; run to a third of the point's relative SE),
+every width and depth, norms in either place, BatchNorm, pooling; run to a third of the point's SE),
 z_N = (γ̂ − pred_N)/√(SE² + se_N²) and verdict 'pass' where |z_N| <= 5 (igbsym.engine.finite.verdict), 'fail'
 otherwise, None where the chain does not apply (non-Gaussian weights or data). A shared dataset (not fresh_data)
 makes γ̂ conditional on it: an O(1/(D√d)) difference from the population value the chain gives."""
@@ -48,7 +48,8 @@ from .estimators import ESTIMATORS, unit_fields
 from .store import Store, point_key
 
 CHAIN_SEED = 47          # the exact chain's seed (independent of the sweep's inits)
-CHAIN_REL_MIN = 1e-3     # the chain runs to a third of the point's relative SE, at most this fine
+CHAIN_REL_MIN = 1e-3     # the chain runs to a third of the point's SE, at most this fine relative to γ̂
+CHAIN_REL_MAX = 0.05     # its relative target where the point gives none (γ̂ = 0 with SE 0)
 
 
 # --------------------------------------------------------------------------------------------- estimators
@@ -64,16 +65,25 @@ def simulate_chunk(spec, config, seed, first, n, device) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- results
-def finite_prediction(config, rel_se: float = 0.01) -> list | None:
+def chain_target(est) -> float | None:
+    """The chain's absolute target SE for a point whose output γ̂ ± SE is ``est``: a third of that SE (it then adds
+    at most 5.4 % to the SE its z is judged by), whatever the size of γ̂ (a relative target chased nothing where γ
+    is tiny: LayerNorm after φ, γ ≈ 0.004, stopped at SE 0.004), at most ``CHAIN_REL_MIN`` × |γ̂| fine; None where
+    γ̂ and its SE are both 0 (the chain then runs to ``CHAIN_REL_MAX`` relative, its SE reported with it)."""
+    target = max(est.se / 3, CHAIN_REL_MIN * abs(est.value))
+    return target if target > 0 and math.isfinite(target) else None
+
+
+def finite_prediction(config, rel_se: float = 0.01, abs_se: float | None = None) -> list | None:
     """Per hidden layer (pred_N, its SE) of the exact chain at the point's own widths (``validation.chain``, to
-    relative SE ``rel_se`` at the output; BatchNorm's within-batch pairs weighted for its ``n_data`` points), or
-    None where the chain does not apply (non-Gaussian weights or data)."""
+    relative SE ``rel_se`` at the output, or absolute SE ``abs_se``; BatchNorm's within-batch pairs weighted for its
+    ``n_data`` points), or None where the chain does not apply (non-Gaussian weights or data)."""
     if config["weight_law"] != "normal" or config["data_law"] != "gaussian":
         return None
     from .estimate import estimate_gamma
     spec = gridmod.point_spec(config)
     est = estimate_gamma(spec, rel_se, seed=CHAIN_SEED, estimator="exact-chain",
-                         n_data=config["n_data"] if spec.batch > 1 else None)
+                         n_data=config["n_data"] if spec.batch > 1 else None, abs_se=abs_se)
     return [(e.value, e.se) for e in est.layers]
 
 
@@ -103,8 +113,7 @@ def summarise(config, seed, fields, units, precision=None, cap=None) -> dict:
     col = {f: units[:, i] for i, f in enumerate(fields)}
     pred, source = prediction(config)
     ests = [ratio_estimate(col[f"a{l}"], col[f"b{l}"], "delta") for l in range(1, depth + 1)]
-    rel = ests[-1].se / abs(ests[-1].value) if ests[-1].value != 0 else 1.0
-    fin = finite_prediction(config, min(0.05, max(CHAIN_REL_MIN, rel / 3)))
+    fin = finite_prediction(config, CHAIN_REL_MAX, abs_se=chain_target(ests[-1]))
     layers = []
     for l, est in enumerate(ests, 1):
         p = pred[l - 1] if pred is not None else None
