@@ -109,3 +109,7 @@ class Flatten(Op):
         from torch import nn
         return nn.Flatten()
 
+    def batched(self, h, take):
+        """[I, N, ...] → [I, N, features]: the init and row axes kept (nn.Flatten() would merge rows into features)."""
+        return h.flatten(2)
+
