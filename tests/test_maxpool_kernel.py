@@ -150,3 +150,36 @@ def test_mutated_maxpool_fails_the_torch_comparison(monkeypatch):
             with monkeypatch.context() as m:
                 m.setattr(MaxPool2d, "kernel", fn)
                 assert not all(r.passed for r in checks_nngp.maxpool_comparisons(ctx)), fn.__name__
+
+
+def _cnn(draws, r):
+    return (Conv2d(8, 3, 1, 1), Act("relu"), MaxPool2d(3, 1, 1, draws).replica(r), Conv2d(8, 3, 1, 1), Act("relu"),
+            MaxPool2d(2, 2, 0, draws).replica(r), Flatten(), Dense(2))
+
+
+def test_own_diagonal_of_the_pairs_is_the_exact_diagonal_with_two_points():
+    """walk(pairs, own_diag=True) takes T from each sampled pair's own points: with D = 2 every pair holds both
+    points, so T equals the full walk's T to rounding (no QMC op: a deterministic map)."""
+    from igbsym.nngp.walk import walk
+    x = np.random.default_rng(1).standard_normal((2, 1, 8, 8))
+    ops = (Conv2d(4, 3, 1, 1), Act("relu"), Conv2d(4, 3, 1, 1), Act("relu"), Flatten(), Dense(2))
+    full, own = walk(ops, x), walk(ops, x, pairs=8, own_diag=True)
+    for f, o in zip(full.summaries, own.summaries):
+        np.testing.assert_allclose(o.T, f.T, rtol=1e-12)
+        np.testing.assert_allclose(o.mbar, f.mbar, rtol=1e-12, atol=1e-300)
+
+
+def test_sampled_pairs_state_the_qmc_error_of_a_maxpool_cnn():
+    """theory(pairs=...) of a max-pool CNN: 16 replicas of independent point sets (1024 points each) against every
+    pair walked with 4 independent 4096-point sets (the reference's SE from their spread), z <= 5 with both SEs.
+    One point set for all pairs had an SE of the pair sampling alone, though its own error does not shrink with the
+    pairs (CNN-A on digits: spread 0.6 across point sets at a stated 0.68; module nngp.theory)."""
+    from igbsym.nngp.theory import REPLICAS
+    x = np.random.default_rng(2).standard_normal((8, 1, 8, 8))
+    ref = [theory(_cnn(4096, 100 + r), x, with_law=False).gamma for r in range(4)]
+    ref_g, ref_se = np.mean(ref), np.std(ref, ddof=1) / 2
+    res = theory(_cnn(1024, 0), x, pairs=REPLICAS * 24, with_law=False)
+    assert res.gamma_se > 0 and "replicas" in " ".join(res.notes)
+    assert abs(res.gamma - ref_g) <= Z * np.hypot(res.gamma_se, ref_se), (res.gamma, res.gamma_se, ref_g, ref_se)
+    with pytest.raises(InputError, match="too few"):
+        theory(_cnn(1024, 0), x, pairs=REPLICAS, with_law=False)

@@ -127,9 +127,12 @@ def _pos_diag(k):
     return np.diagonal(k, axis1=-2, axis2=-1)
 
 
-def walk(ops, x, names=None, pairs: int | None = None, seed: int = 0, tile: int = TILE) -> Walk:
+def walk(ops, x, names=None, pairs: int | None = None, seed=0, tile: int = TILE, own_diag: bool = False) -> Walk:
     """Compose ``ops`` over the dataset ``x`` (module docstring). ``names``: a label per op (default: index and op
-    type). The last op must leave features (a Dense readout: P = 1 after it) for the output kernel."""
+    type). The last op must leave features (a Dense readout: P = 1 after it) for the output kernel. ``own_diag``
+    (with ``pairs``): T and m̄ from the sampled pairs' own points (k(a, a), k(b, b) of each pair's walk, each point
+    marginally uniform: unbiased) instead of walking every point, so a QMC map's point-set error is common to T and
+    M_off of the same pairs (``theory``'s replicas of MaxPool2d)."""
     ops = tuple(ops)
     x = check_data(x)
     image = image_input(ops, x)
@@ -150,7 +153,7 @@ def walk(ops, x, names=None, pairs: int | None = None, seed: int = 0, tile: int 
 
     P0 = x[0, 0].size if image else 1
     per = max(1, tile // (3 * P0 * P0))              # points (or pairs) per chunk: k, ka and kb each [n, 1, P, P]
-    for lo in range(0, n, per):
+    for lo in range(0, 0 if own_diag and pairs is not None else n, per):
         diag_walk(np.arange(lo, min(n, lo + per)))
     if pairs is not None:
         if not (isinstance(pairs, (int, np.integer)) and pairs >= 2):
@@ -162,13 +165,18 @@ def walk(ops, x, names=None, pairs: int | None = None, seed: int = 0, tile: int 
 
         def rec(i, s):
             vals[i].append(_pos_diag(s.k)[:, 0])
+            if own_diag:
+                acc[i]["T"] = acc[i]["T"] + (_pos_diag(s.ka) + _pos_diag(s.kb))[:, 0].sum(0) / 2
+                acc[i]["m"] = acc[i]["m"] + (np.broadcast_to(s.ma, s.k.shape[:-1])
+                                             + np.broadcast_to(s.mb, s.k.shape[:-1]))[:, 0].sum(0) / 2
         for lo in range(0, pairs, per):
             _apply(ops, input_kernel(x, a[lo:lo + per], b[lo:lo + per], not image, pairs=True), rec)
         summaries = []
         for i, name in enumerate(names):
             v = np.concatenate(vals[i])
             se = float(v.sum(-1).std(ddof=1) / np.sqrt(pairs))
-            summaries.append(Summary(name, acc[i]["T"] / n, v.mean(0), acc[i]["m"] / n, se))
+            diag = pairs if own_diag else n
+            summaries.append(Summary(name, acc[i]["T"] / diag, v.mean(0), acc[i]["m"] / diag, se))
         return Walk(summaries, None, n, pairs)
     side = max(1, int(np.sqrt(tile / P0**2)))
     blocks = [np.arange(lo, min(n, lo + side)) for lo in range(0, n, side)]
