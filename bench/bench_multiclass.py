@@ -107,12 +107,33 @@ def main():
     print(f"grid: {a.gammas} gamma in [1e-3, 1e3] x {a.classes} C in [2, 1000] ({np.unique(classes).size} distinct) "
           f"= {n} points; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, BLAS threads "
           f"{os.environ['OPENBLAS_NUM_THREADS']}")
+    grid_forms(G, C)
+    c3_points()
+    cold_points()
+    pdf_bounds()
+    spherical_vs_plain()
+    finite_d()
+    finite_d_cdf()
+    count_noise()
+    chamber_cdf()
+    deep_tail()
+    if a.compare:
+        compare(G, C)
+
+
+def grid_forms(G, C):
+    """multiclass.var and max_fraction (D = inf) on the whole grid, one call each, against the old routes."""
+    n = G.size
     t, _ = timed(lambda: igbsym.get("multiclass.var").numpy(gamma=G, C=C))
     print(f"multiclass.var  {n} points: {t:.2f} s ({1e3 * t / n:.2f} ms/point); old route {OLD['var_grid']:.2f} s: "
           f"{t / OLD['var_grid']:.1f}x the time at 1e-12 relative instead of 5e-9 absolute")
     t, _ = timed(lambda: igbsym.get("multiclass.max_fraction").numpy(gamma=G, C=C))
     print(f"multiclass.max_fraction (D = inf) {n} points: {t:.2f} s ({1e3 * t / n:.2f} ms/point); old Monte Carlo "
           f"{OLD['max_point']:.2f} s per point: {OLD['max_point'] * n / t:.0f}x faster per point")
+
+
+def c3_points():
+    """C = 3, per point: cdf / pdf / p_empty / entropy, against the routes they replaced."""
     for name, kw, old in (("cdf", dict(g=1 / 6, gamma=3.0, C=3), OLD["cdf3"]),
                           ("pdf", dict(g=1 / 6, gamma=3.0, C=3), OLD["cdf3"]),
                           ("p_empty", dict(gamma=0.1, C=3, D=1000), OLD["p_empty3"]),
@@ -120,6 +141,10 @@ def main():
         t, v = timed(lambda name=name, kw=kw: igbsym.get(f"multiclass.{name}").numpy(**kw))
         print(f"multiclass.{name} {kw}: {float(v):.12g} in {t:.3f} s" + (f" ({t / old:.1f}x the old route)" if old
                                                                           else ""))
+
+
+def cold_points():
+    """C >= 4, per point, cold: cdf at g = 1/C, p_empty and entropy with their stated relative bounds."""
     print("C >= 4, per (gamma, C) point, cold (table built): value, stated relative bound (99.99 %), time")
     print("  | form | C | value | relative bound | s | old route |")
     for cc in (4, 10, 100, 1000, 10000):
@@ -136,6 +161,10 @@ def main():
         rb = (functionals.p_empty_relative_bound(kw["gamma"], kw["C"], kw["D"]) if name == "p_empty"
               else functionals.entropy_se(kw["gamma"], kw["C"], kw.get("D", np.inf))[1] * common.T_FACTOR / float(v))
         print(f"  | {name} {kw} | {kw['C']} | {float(v):.8g} | {rb:.1e} | {t:.2f} | |")
+
+
+def pdf_bounds():
+    """The pdf's stated relative bound at C >= 4 against its statistical part alone, and their times."""
     print("pdf at C >= 4: the density's stated relative bound (pdf_relative_bound: 99.99 % with its deterministic "
           "parts) at g in [0.3/C, 2/C] (max), the statistical part alone (T x SE of the densities: what the pdf "
           "stated before), and the time of the bound over the value's (table built)")
@@ -148,6 +177,10 @@ def main():
         f = law.law_table(gm, cc).replicates(g)[1]
         alone = common.T_FACTOR * common.scramble_se(f) / f.mean(0)
         print(f"  | {gm} | {cc} | {np.max(b):.1e} | {np.max(alone):.1e} | {tv:.2f} | {tb:.2f} |")
+
+
+def spherical_vs_plain():
+    """The spherical-radial law tables against the plain QMC tables: stated bounds and times."""
     print("spherical-radial tables (centred others: radius by a Gauss rule, direction by a rotated product rule or "
           "control-variated QMC) against the plain QMC tables on the same (gamma, C), cold; stated relative bound "
           "at g in [1/(2C), 2/C] (max)")
@@ -161,6 +194,10 @@ def main():
             row += [float(np.max(common.relative(F.mean(0), b))), t]
         print(f"  | {gm} | {cc} | {row[0]:.1e} | {row[1]:.2f} | {row[2]:.1e} | {row[3]:.2f} | "
               f"{row[0] / row[2]:.0f}x tighter | {row[3] / row[1]:.1f}x |")
+
+
+def finite_d():
+    """Finite D: entropy as a functional of the law, max_fraction on QMC nets against i.i.d. vectors."""
     print("finite D (issue 27): entropy as a functional of the law (no sampling), max_fraction sampled over QMC nets "
           "of the means to relative SE 1e-4 (or 2^m C = 2^17 per scramble)")
     for name, kw in (("entropy", dict(gamma=0.467, C=3, D=400)), ("entropy", dict(gamma=1.0, C=2, D=100)),
@@ -178,6 +215,10 @@ def main():
             ratio = (f" | i.i.d. vectors for the same time: relative SE {old_se / float(v):.1e} "
                      f"(variance {(old_se / se) ** 2:.1f}x)")
         print(f"  | {name} {kw} | {float(v):.10g} | relative SE {se / float(v):.1e} | {t:.2f} s{ratio} |")
+
+
+def finite_d_cdf():
+    """Finite-D max_fraction_cdf on QMC nets against the replaced empirical cdf, same time."""
     print("finite-D max_fraction_cdf (issue 27): QMC nets of the means, the leading pair's split exact, at the "
           "5 / 50 / 95 % quantiles of max_c G_c, against the replaced empirical cdf (i.i.d. vectors, one count draw "
           "each) run for the same time")
@@ -192,6 +233,10 @@ def main():
         print(f"  | (gamma, C, D) = ({gm}, {cc}, {dd}) | {t:.2f} s | " + " | ".join(
             f"F = {x:.4g}: relative SE {e / x:.1e}, empirical cdf {o / x:.1e} (variance {(o / e) ** 2:.0f}x)"
             for x, e, o in zip(v, se, old)) + " |")
+
+
+def count_noise():
+    """Finite D: the count noise exact per vector against drawn counts, as variance x time."""
     print("finite D: the count noise exact per vector (exact_count_mean / exact_count_cdf) against drawn counts on "
           "the same nets, relative SE (the cdf's worst at the 1 / 50 / 99 % quantiles of max_c K_c) and variance x "
           "time")
@@ -211,6 +256,10 @@ def main():
         ratio = [cost[True][i] / cost[False][i] for i in (0, 1)]
         print(f"  | ({gm}, {cc}, {dd}) variance x time, exact / drawn | max_fraction {ratio[0]:.2g} | "
               f"max_fraction_cdf {ratio[1]:.2g} |")
+
+
+def chamber_cdf():
+    """C = 4, D = inf: max_fraction_cdf on the ordered gaps against the law tables' route."""
     print("C = 4, D = inf: max_fraction_cdf on the ordered gaps (chamber, deterministic) against the law tables' "
           "route it replaced (max_cdf_replicates, 99.99 %), at the 0.1 / 1 / 50 / 99 % quantiles of max_c G_c: "
           "stated relative bound and time per value (tables cold)")
@@ -223,15 +272,22 @@ def main():
         old = common.relative(F.mean(0), common.replicate_bound(F, det, ess))
         print(f"  | gamma = {gm} | chamber " + ", ".join(f"{b / v:.1e}" for v, b in new) + f" in {tc / 4:.2f} s | "
               "tables " + ", ".join(f"{x:.1e}" for x in old) + f" in {to / 4:.2f} s | time ratio {tc / to:.1f} |")
+
+
+def deep_tail():
+    """C = 3: cdf deep in the lower tail (g down to 1e-300)."""
     t, v = timed(lambda: igbsym.get("multiclass.cdf").numpy(g=np.geomspace(1e-300, 1e-3, 12), gamma=1.0, C=3))
     print(f"C = 3 deep lower tail: cdf at 12 g in [1e-300, 1e-3], gamma = 1: {t:.1f} s (tail-exact G_1); "
           f"cdf(1e-300) = {float(v[0]):.6e}")
-    if a.compare:
-        pts = [(gm, int(c)) for gm, c in zip(G.ravel()[::50], C.ravel()[::50]) if c >= BINNED]
-        t_new, F = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=False)
-        t_old, F_old = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=True)
-        print(f"binned products vs the exact product on {len(pts)} grid points: {t_new:.1f} s vs {t_old:.1f} s "
-              f"({t_old / t_new:.1f}x); largest |difference| {np.abs(F - F_old).max():.1e}")
+
+
+def compare(G, C):
+    """--compare: the binned products against the exact product on a sub-grid, values and times."""
+    pts = [(gm, int(c)) for gm, c in zip(G.ravel()[::50], C.ravel()[::50]) if c >= BINNED]
+    t_new, F = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=False)
+    t_old, F_old = cdf_grid(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]), exact=True)
+    print(f"binned products vs the exact product on {len(pts)} grid points: {t_new:.1f} s vs {t_old:.1f} s "
+          f"({t_old / t_new:.1f}x); largest |difference| {np.abs(F - F_old).max():.1e}")
 
 
 if __name__ == "__main__":

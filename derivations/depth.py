@@ -127,6 +127,16 @@ def _iterate_biased(mom, act, L):
 
 
 def _depth_law(d: Derivation, mom):
+    """The depth law (igb-initial-guessing-bias.txt App. F.1): depth.gamma is the L-fold composition of the derived
+    block map, from the first hidden layer on."""
+    _depth_one_layer(d, mom)
+    _depth_biased(d, mom)
+    _depth_compositions(d, mom)
+    _srelu_fixed_point(d, mom)
+
+
+def _depth_one_layer(d: Derivation, mom):
+    """L = 1 is igb.gamma, with and without biases."""
     d.step("Depth law: start from the first hidden layer (q, c) = (sigma_w^2, 0) and apply the block map L times; "
            "gamma_L = c_L/(1 - c_L) at the output. L = 1 must reproduce igb.gamma:")
     for act in ("relu", "leaky_relu", "srelu", "identity"):
@@ -145,6 +155,10 @@ def _depth_law(d: Derivation, mom):
            "each Dense maps (S, P) to (sigma_w^2 S + sigma_b^2, (sigma_w^2 P + sigma_b^2)/(sigma_w^2 S + "
            "sigma_b^2)); the registered L = 1 forms with sigma_b equal that composition (symbolic), e.g. ReLU:",
            _iterate_biased(mom, "relu", 1))
+
+
+def _depth_biased(d: Derivation, mom):
+    """With biases: the linear net in closed form (L = 1..4), ReLU and leaky ReLU numerically at 50 digits."""
     lin = [sp.simplify(_iterate_biased(mom, "identity", L)) for L in range(1, D.L_EXACT + 1)]
     for L, g in enumerate(lin, 1):
         require(symbolically_equal(g, sb**2 * sum(sw**(-2 * j) for j in range(1, L + 2))), ("linear net", L))
@@ -159,6 +173,10 @@ def _depth_law(d: Derivation, mom):
             d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, sigma_b, fn=fn: fn(a, sigma_w, sigma_b), bpts,
                                      dps=50, tol=1e-45, reason="registered nested closed form with biases vs the "
                                      "derived composition with biases", L=L, activation=act)
+
+
+def _depth_compositions(d: Derivation, mom):
+    """The registry's block map is the derived one; its nested compositions equal the derived ones."""
     for act in ("relu", "leaky_relu", "srelu", "identity"):
         for norm, pl in (("none", "pre"), ("layernorm", "pre"), ("rmsnorm", "pre"), ("rmsnorm", "post"),
                          ("layernorm", "post"), ("batchnorm", "post")):
@@ -190,6 +208,10 @@ def _depth_law(d: Derivation, mom):
         d.prove_numeric_identity("depth.gamma", lambda a, sigma_w, L=L: iterate(L, a, sigma_w), pts, dps=40,
                                  tol=1e-30, reason="the registered iteration vs the derived block map iterated in "
                                                    "mpmath", L=L, activation="leaky_relu")
+
+
+def _srelu_fixed_point(d: Derivation, mom):
+    """SReLU centres layer 1 only: IGB-free at every depth iff sigma_w^2 = 2 pi/(pi - 1) (App. G.3's erratum)."""
     d.step("SReLU (App. G.3) subtracts sigma/sqrt(2 pi), the ReLU mean of layer 1 only. The next layer's variance is "
            "q_2 = sigma_w^2 Var[ReLU] = sigma_w^4 (pi - 1)/(2 pi), so the shift centres layer 2 iff q_2 = sigma_w^2:")
     fixed = sp.solve(sp.Eq(sw**4 * (sp.pi - 1) / (2 * sp.pi), sw**2), sw)
@@ -360,19 +382,27 @@ def _appendix_f_sweep(d: Derivation):
     """Equation-by-equation check of App. F.1 (LN + ReLU, Eqs. 115-124) and App. F.2 (ReLU + LN, Thm F.3,
     Eqs. 125-139); the appendix's numbering ends at Eq. 139. Each equation gets a SymPy check or a numeric identity;
     what fails is recorded as an erratum."""
+    _sweep_f1_laws(d)
+    _sweep_f1_scaling(d)
+    _sweep_f2(d)
+
+
+def _sweep_require(ok, what):
+    """``require`` with the sweep's equation named."""
+    require(ok, f"App. F sweep: {what}")
+
+
+def _sweep_f1_laws(d: Derivation):
+    """App. F.1, Eqs. 115-121: the layer law as a mixture over node centres, LN's rescaling, ReLU's atom."""
     import sympy.stats as ss
 
     from igbsym.functions import Phi
-
-    def require(ok, what):
-        if not ok:
-            raise AssertionError(f"App. F sweep: {what}")
 
     tt = sp.Symbol("t", real=True)
     s_z, s_e = sp.Symbol("sigma_z", positive=True), sp.Symbol("sigma_E", positive=True)
     mgf = ss.moment_generating_function
     conv = mgf(ss.Normal("A", 0, s_z))(tt) * mgf(ss.Normal("B", 0, s_e))(tt)
-    require(sp.simplify(conv - mgf(ss.Normal("C", 0, sp.sqrt(s_z**2 + s_e**2)))(tt)) == 0, "Eq. 116")
+    _sweep_require(sp.simplify(conv - mgf(ss.Normal("C", 0, sp.sqrt(s_z**2 + s_e**2)))(tt)) == 0, "Eq. 116")
     d.step("App. F sweep, Eqs. 115-116: the layer law is the mixture over node centres y ~ N(0, sigma_E^2) of "
            "N(y, sigma_z^2); the convolution is N(0, sigma_z^2 + sigma_E^2) (SymPy: the product of the two moment "
            "generating functions is that of N(0, sigma_z^2 + sigma_E^2)), i.e. q = V_chi + V_mu of the (q, c) "
@@ -383,9 +413,9 @@ def _appendix_f_sweep(d: Derivation):
 
     mu, sig = sp.Symbol("mu", real=True), sp.Symbol("sigma", positive=True)
     atom = ss.cdf(ss.Normal("Z", mu, sig))(0)             # P(Z <= 0): the mass ReLU sends to 0
-    require(symbolically_equal(atom, Phi(-mu / sig)), "ReLU atom")
+    _sweep_require(symbolically_equal(atom, Phi(-mu / sig)), "ReLU atom")
     total_as_printed = sp.simplify((Phi(mu / sig) + (1 - atom)).rewrite(sp.erf))
-    require(sp.simplify(total_as_printed - 1) != 0, "Eq. 120 total mass")
+    _sweep_require(sp.simplify(total_as_printed - 1) != 0, "Eq. 120 total mass")
     d.step("Eqs. 120-121: ReLU of N(mu, sigma^2) puts the mass P(Z <= 0) = Phi(-mu/sigma) at 0 (SymPy: the normal CDF "
            "at 0). The printed atom Phi(mu/sigma) gives total mass Phi(mu/sigma) + (1 - Phi(-mu/sigma)) =",
            total_as_printed)
@@ -396,12 +426,15 @@ def _appendix_f_sweep(d: Derivation):
               "(sqrt 2 sigma)) != 1 unless mu = 0 (Eqs. 102-103, 131 with mu = 0 are right)",
               "SymPy: normal CDF at 0 and the total mass (derivations/depth.py, App. F sweep)")
 
+
+def _sweep_f1_scaling(d: Derivation):
+    """App. F.1, Eqs. 122-124: ReLU's mean and variance scale with a positive factor; Eq. 124 is the no-norm map."""
     al = sp.Symbol("alpha", positive=True)
     for name, power in (("rectified.mean", 1), ("rectified.var", 2)):
         form = igbsym.get(name)
         expr, sym = form.case(), form.symbols
         scaled = expr.subs({sym["mu"]: sym["mu"] / al, sym["sigma"]: sym["sigma"] / al}, simultaneous=True)
-        require(sp.simplify(scaled * al**power - expr) == 0, f"Eqs. 122-123 ({name})")
+        _sweep_require(sp.simplify(scaled * al**power - expr) == 0, f"Eqs. 122-123 ({name})")
     d.step("Eqs. 122-123: E[ReLU(Z/alpha)] = E[ReLU Z]/alpha and Var[ReLU(Z/alpha)] = Var[ReLU Z]/alpha^2 for "
            "alpha > 0 (SymPy on the registered rectified.mean and rectified.var). Correct: Lemma F.1 is only needed "
            "for alpha > 0 here (Eqs. 122-124 write sigma_<z> for the sigma_E of Eq. 116: the same quantity).")
@@ -422,10 +455,15 @@ def _appendix_f_sweep(d: Derivation):
                                                "from node centres at a layer scale q = 7, is the no-norm ratio "
                                                "(the LN factor cancels for ReLU)", activation="relu")
 
+
+def _sweep_f2(d: Derivation):
+    """App. F.2, Eqs. 127-139: fan-in sums, ReLU of N(0, sigma_w^2), the LN variance bullet, Thm F.3."""
+    import sympy.stats as ss
+
     n0, swf = sp.Symbol("N_0", positive=True, integer=True), sp.Symbol("sigma_w", positive=True)
     node_var = swf**2 / n0 * ss.ChiSquared("X", n0)        # sum_j w_ij^2 Var(x_j), w_ij ~ N(0, sigma_w^2/N_0)
     e_nv, v_nv = sp.simplify(ss.E(node_var)), sp.simplify(ss.variance(node_var))
-    require(e_nv == swf**2 and sp.simplify(v_nv - 2 * swf**4 / n0) == 0, "Eq. 129")
+    _sweep_require(e_nv == swf**2 and sp.simplify(v_nv - 2 * swf**4 / n0) == 0, "Eq. 129")
     d.step("Eqs. 127-130: E_chi Z_i = 0 (correct). The node variance sum_j w_ij^2 Var(x_j) over the N_0 inputs is "
            "sigma_w^2/N_0 chi^2_{N_0}: mean and variance", sp.Matrix([e_nv, v_nv]))
     d.erratum("norm-placement-bn-ln.txt App. F.2, Eqs. 128-130",
@@ -438,10 +476,10 @@ def _appendix_f_sweep(d: Derivation):
     y0 = sp.Symbol("y", real=True)
     relu_mass = sp.Rational(1, 2) + sp.integrate(sp.exp(-y0**2 / (2 * swf**2)) / sp.sqrt(2 * sp.pi * swf**2),
                                                  (y0, 0, sp.oo))
-    require(sp.simplify(relu_mass - 1) == 0, "Eq. 131")
+    _sweep_require(sp.simplify(relu_mass - 1) == 0, "Eq. 131")
     ys = sp.symbols("Y_1:6", real=True)
     unsquared = sp.expand(sum(v - sum(ys) / 5 for v in ys))
-    require(unsquared == 0, "LN variance bullet")
+    _sweep_require(unsquared == 0, "LN variance bullet")
     d.step("Eqs. 131-133: ReLU of N(0, sigma_w^2): atom 1/2 plus the half-normal, total mass 1 (SymPy); identical "
            "laws across nodes in the N_0 -> inf limit. Correct. The bullet before Eq. 134 defines the layer variance "
            "as sum_i (Y_i - mu_hat)/N_1, which is identically 0 (SymPy, N_1 = 5):", unsquared)

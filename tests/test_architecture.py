@@ -322,3 +322,26 @@ def test_every_local_link_of_the_docs_exists():
             if not target.startswith(("http://", "https://", "mailto:")) and not (doc.parent / target).exists():
                 bad.append(f"{doc.relative_to(ROOT)}: {target}")
     assert not bad, bad
+
+
+LONG_FUNCTION = 80      # issue 50: a longer function is split into named steps
+LONG_ALLOWED = {}       # "path:function" -> why it stays longer (none)
+
+
+def _long_functions(root) -> list:
+    """Every function (methods and nested ones included; decorators not counted) of the non-test tree under
+    ``root`` longer than LONG_FUNCTION lines and not in LONG_ALLOWED."""
+    long = []
+    for folder in ("igbsym", "validation", "derivations", "bench"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                name = f"{path.relative_to(root)}:{getattr(node, 'name', '')}"
+                if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in LONG_ALLOWED
+                        and node.end_lineno - node.lineno + 1 > LONG_FUNCTION):
+                    long.append(f"{name} ({node.end_lineno - node.lineno + 1} lines)")
+    return long
+
+
+def test_no_function_is_longer_than_80_lines():
+    long = _long_functions(ROOT)
+    assert not long, f"functions over {LONG_FUNCTION} lines (split them into named steps): {', '.join(long)}"

@@ -157,6 +157,15 @@ def load(path, inits: int | None = None, mode: str = "quick", rel_se: float | No
     """Read and validate a grid file (``inits``, ``rel_se``, ``max_inits``: the command line's overrides of [run]);
     every error is one line naming the key (or line) and what is allowed."""
     path = Path(path)
+    raw = _read(path)
+    run = _run_table(path, raw.get("run", {}), inits, mode, rel_se, max_inits)
+    fixed, axes = raw.get("fixed", {}), raw.get("axes", {})
+    _check_settings(path, fixed, axes)
+    return Grid(path, run, {k: list(v) for k, v in axes.items()}, _points(path, fixed, axes))
+
+
+def _read(path) -> dict:
+    """The grid file's tables, each one of [run], [fixed], [axes]."""
     try:
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
@@ -168,8 +177,13 @@ def load(path, inits: int | None = None, mode: str = "quick", rel_se: float | No
     for table in raw:
         if table not in TABLES or not isinstance(raw[table], dict):
             _fail(path, f"unknown table [{table}]; allowed tables: [run], [fixed], [axes]")
+    return raw
+
+
+def _run_table(path, table, inits, mode, rel_se, max_inits) -> dict:
+    """[run] over its defaults, with the command line's overrides; max_inits only with rel_se, >= inits."""
     run = dict(RUN_KEYS)
-    for key, value in raw.get("run", {}).items():
+    for key, value in table.items():
         if key not in RUN_KINDS:
             _fail(path, f"unknown key run.{key}; allowed: {', '.join(RUN_KINDS)}")
         _check(path, f"run.{key}", key, value, RUN_KINDS)
@@ -191,8 +205,12 @@ def load(path, inits: int | None = None, mode: str = "quick", rel_se: float | No
         if run["max_inits"] < run["inits"]:
             _fail(path, f"max_inits = {run['max_inits']} is below inits = {run['inits']}; allowed: max_inits >= "
                   "inits (the first round)")
-    fixed = raw.get("fixed", {})
-    axes = raw.get("axes", {})
+    return run
+
+
+def _check_settings(path, fixed, axes):
+    """Every [fixed] setting and [axes] list valid: known keys, lists of distinct valid values, no key twice, widths
+    not together with width/depth."""
     allowed = ", ".join(KINDS)
     for key, value in fixed.items():
         if key not in KINDS:
@@ -213,11 +231,15 @@ def load(path, inits: int | None = None, mode: str = "quick", rel_se: float | No
             _check(path, f"axes.{key}[{i}]", key, v, KINDS)
         if len({repr(v) for v in values}) < len(values):
             _fail(path, f"axes.{key} repeats a value; allowed: distinct values")
-    names = list(axes)
-    if "widths" in names or "widths" in fixed:
+    if "widths" in axes or "widths" in fixed:
         for clash in ("width", "depth"):
-            if clash in names or clash in fixed:
+            if clash in axes or clash in fixed:
                 _fail(path, f"both widths and {clash} are given; allowed: either widths or width/depth")
+
+
+def _points(path, fixed, axes) -> tuple:
+    """The grid's points (the product of the axes in file order), each built as a NetSpec; distinct."""
+    names = list(axes)
     points, seen = [], set()
     for combo in itertools.product(*(axes[k] for k in names)):
         label = dict(zip(names, combo))
@@ -236,4 +258,4 @@ def load(path, inits: int | None = None, mode: str = "quick", rel_se: float | No
             _fail(path, f"point {label} repeats an earlier point (the axes overlap); allowed: distinct points")
         seen.add(ident)
         points.append(Point(canon, spec, label))
-    return Grid(path, run, {k: list(v) for k, v in axes.items()}, tuple(points))
+    return tuple(points)

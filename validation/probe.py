@@ -387,14 +387,7 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
     ``max_inits`` (default ``MAX_INITS``) is reached (module docstring, "Target SE")."""
     t0 = time.perf_counter()
     _check_args(n_inits, seed, batch_size, estimator, path, layers)
-    cap = n_inits
-    if rel_se is not None:
-        rel_se = check_rel_se(rel_se, "probe")
-        cap = MAX_INITS if max_inits is None else max_inits
-        if not isinstance(cap, (int, np.integer)) or isinstance(cap, bool) or cap < n_inits:
-            raise InputError(f"probe: max_inits must be an integer >= n_inits = {n_inits}, got {cap!r}")
-    elif max_inits is not None:
-        raise InputError("probe: max_inits caps the rounds of rel_se; give rel_se too")
+    rel_se, cap = _rounds_cap(n_inits, rel_se, max_inits)
     ds = datasets.load(data, labels, seed)
     x_all, n_data = ds.data, ds.data.shape[0]
     lab_all, n_labels = macro_classes(ds.labels, classes)
@@ -407,11 +400,7 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
     x0 = x_all[:batch].to(device)
     n_classes, names, calls, outs, head = dry_run(base, x0)
     hooked = _hooked(names, calls, outs, layers, x0.shape[0])
-    if estimator == "rao-blackwell" and head is None:
-        raise InputError("probe: the Rao–Blackwellised estimator needs an nn.Linear on [batch, n] features "
-                         "producing the model output")
-    if head is not None and f"{head}.weight" not in dict(base.named_parameters()):
-        head = None                                    # weight tied to another module: not an independent layer
+    head = _readout(base, head, estimator)
     use_rb = head is not None and estimator != "plain"
     per_point = max([outs[m][0][0].numel() for m in names if isinstance(outs.get(m, (None,))[0], torch.Tensor)]
                     + [x0[0].numel()])
@@ -433,17 +422,8 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
             for k, (a, b) in enumerate(chunks):
                 x = x_all[a:b].to(device)
                 lab = lab_all[a:b].to(device) if lab_all is not None else None
-                if how["path"] == "vmap":
-                    try:
-                        with torch.no_grad():
-                            res = torch.func.vmap(fn, in_dims=(0, 0, None, None))(params, buffers, x, lab)
-                    except Exception as exc:
-                        if path != "auto" or g0 or k:
-                            raise
-                        how["path"] = "loop"
-                        how["note"] = f"vmap failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]})"
-                if how["path"] == "loop":
-                    res = _loop(fn, params, buffers, x, lab, idx, k, len(chunks), seed, bool(stochastic))
+                res = _chunk_sums(fn, params, buffers, x, lab, how, path == "auto" and not (g0 or k), lambda: _loop(
+                    fn, params, buffers, x, lab, idx, k, len(chunks), seed, bool(stochastic)))
                 for key, v in res.items():
                     acc[key] = acc[key] + v if key in acc else v
                 done[0] += len(idx) * (b - a)
@@ -451,10 +431,7 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
                     progress(min(1.0, done[0] / (n_total * n_data)))
             acc = {k: v.cpu() for k, v in acc.items()}
             if use_rb:
-                w = params[f"{head}.weight"].double()
-                acc["__w2"] = (w * w).flatten(1).mean(1).cpu()
-                bias = params.get(f"{head}.bias")
-                acc["__b2"] = None if bias is None else (bias.double() ** 2).mean(1).cpu()
+                acc.update(_readout_squares(params, head))
             parts.append(acc)
 
     def result():
@@ -476,6 +453,55 @@ def probe(model, data, n_inits: int, *, labels=None, classes=None, init=None, se
                          inits=res.n_inits, max_inits=cap, need=prec.need, rounds=[r.n_inits for r in rounds])
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _rounds_cap(n_inits, rel_se, max_inits) -> tuple:
+    """(rel_se checked, the most inits ``probe`` may run): ``n_inits`` without rel_se, else max_inits (default
+    ``MAX_INITS``), which must be >= n_inits; max_inits without rel_se is refused."""
+    cap = n_inits
+    if rel_se is not None:
+        rel_se = check_rel_se(rel_se, "probe")
+        cap = MAX_INITS if max_inits is None else max_inits
+        if not isinstance(cap, (int, np.integer)) or isinstance(cap, bool) or cap < n_inits:
+            raise InputError(f"probe: max_inits must be an integer >= n_inits = {n_inits}, got {cap!r}")
+    elif max_inits is not None:
+        raise InputError("probe: max_inits caps the rounds of rel_se; give rel_se too")
+    return rel_se, cap
+
+
+def _readout(base, head, estimator):
+    """The readout Linear's name for the Rao–Blackwellised estimator, None where its weight is tied to another
+    module (not an independent layer); required for estimator 'rao-blackwell'."""
+    if estimator == "rao-blackwell" and head is None:
+        raise InputError("probe: the Rao–Blackwellised estimator needs an nn.Linear on [batch, n] features "
+                         "producing the model output")
+    if head is not None and f"{head}.weight" not in dict(base.named_parameters()):
+        return None
+    return head
+
+
+def _chunk_sums(fn, params, buffers, x, lab, how, may_fall_back, loop) -> dict:
+    """The sums of ``fn`` over one chunk for a group of inits: vmapped over the stacked inits, or ``loop()``
+    (per init) on path 'loop'; a vmap failure on the first chunk of path 'auto' switches ``how`` to the loop."""
+    if how["path"] == "vmap":
+        try:
+            with torch.no_grad():
+                return torch.func.vmap(fn, in_dims=(0, 0, None, None))(params, buffers, x, lab)
+        except Exception as exc:
+            if not may_fall_back:
+                raise
+            how["path"] = "loop"
+            how["note"] = f"vmap failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]})"
+    return loop()
+
+
+def _readout_squares(params, head) -> dict:
+    """Per init the mean squared readout weight and bias (None without a bias): the Rao–Blackwellised units'
+    integrals over the readout."""
+    w = params[f"{head}.weight"].double()
+    bias = params.get(f"{head}.bias")
+    return {"__w2": (w * w).flatten(1).mean(1).cpu(),
+            "__b2": None if bias is None else (bias.double() ** 2).mean(1).cpu()}
 
 
 def _gamma(rounds, res):

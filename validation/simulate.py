@@ -381,14 +381,7 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     device = resolve_device(device)
     t0 = time.perf_counter()
     per_layer = layer_stages(spec)
-    only_last = isinstance(layer_stats, str) and layer_stats == "penultimate"
-    keep = {per_layer[-1][-1]} if only_last else set(stages(spec)) if layer_stats is True \
-        else set(() if isinstance(layer_stats, str) else layer_stats or ())
-    if not keep <= set(stages(spec)) or (isinstance(layer_stats, str) and not only_last):
-        _fail(f"simulate: layer_stats must be True, False, 'penultimate' or stages among {stages(spec)}, "
-              f"got {layer_stats!r}")
-    wanted = {(l, s) for l in range(len(spec.widths)) for s in keep if s in per_layer[l]
-              and (not only_last or l == len(spec.widths) - 1)}
+    keep, wanted = _kept_stages(spec, per_layer, layer_stats)
     b, widest = spec.batch, max(spec.d_in, *spec.widths)
     if chunk is None:
         chunk = max(b, _ROWS // b * b)
@@ -398,53 +391,14 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
         _fail("simulate: fresh_data draws its own data; do not pass data")
     blob = None if data is not None or fresh_data else \
         Blob(spec.widths[0] if shortcut else spec.d_in, data_law, seed, df)
+    run = _Run(spec, n_data, seed, device, dtype, data, blob, chunk, moments, record, wanted, bool(keep or record),
+               shortcut, fresh_data, data_law, progress, n_inits * n_data)
     outs, fracs, layer_parts, rec_parts = [], [], [], {}
-    total, done = n_inits * n_data, 0
     for g_start in range(0, n_inits, group):
-        inits = range(first_init + g_start, first_init + min(n_inits, g_start + group))
-        weights = sample_weights(spec, inits, seed, device, dtype)
-        w0, b0 = split_bias(weights[0], spec.d_in)
-        w0_cat = w0.transpose(0, 1).reshape(spec.d_in, -1) \
-            if SHARED_GEMM and not (shortcut or fresh_data) and spec.ops[0].starts_layer else None
-        chol_t = torch.linalg.cholesky(w0.transpose(1, 2) @ w0).transpose(1, 2) if shortcut else None
-        acc_out = _Moments(moments)
-        acc = {key: _Moments(moments) for key in wanted}
-        counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=device)
-        rec = {}
-
-        def on_stage(layer, stage, h):
-            if (layer, stage) in wanted:
-                acc[layer, stage].add(h)
-            if start == 0 and record:
-                rec[layer, stage] = h[:, :record].to("cpu", copy=True)
-
-        for start in range(0, n_data, chunk):
-            stop = min(n_data, start + chunk)
-            if fresh_data:
-                x = fresh_rows(spec.widths[0] if shortcut else spec.d_in, data_law, seed, inits, start, stop,
-                               device, dtype)
-            else:
-                x = (data[start:stop] if data is not None else blob.rows(start, stop)).to(device=device,
-                                                                                          dtype=dtype)
-            if shortcut:   # x W + b given (W, b) is N(b, WᵀW) per row: z Lᵀ + b
-                first = torch.bmm(x.expand(len(inits), *x.shape[-2:]), chol_t)
-            elif w0_cat is not None:   # shared data: the first layer of all inits as ONE GEMM [rows, d]·[d, I·n]
-                first = (x @ w0_cat).view(x.shape[0], len(inits), -1).transpose(0, 1)
-            else:
-                first = None
-            if first is not None and b0 is not None:
-                first = first + b0
-            o = forward(spec, weights, x, on_stage if (keep or record) else None, first)
-            acc_out.add(o)
-            counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)
-            if start == 0 and record:
-                rec["out"] = o[:, :record].to("cpu", copy=True)
-            done += len(inits) * (stop - start)
-            if progress is not None:
-                progress(done / total)
-        outs.append(acc_out.result())
-        fracs.append((counts / n_data).cpu())
-        layer_parts.append({k: v.result() for k, v in acc.items()})
+        out, frac, part, rec = run.group(range(first_init + g_start, first_init + min(n_inits, g_start + group)))
+        outs.append(out)
+        fracs.append(frac)
+        layer_parts.append(part)
         for k, v in rec.items():
             rec_parts.setdefault(k, []).append(v)
     layers = [{s: NodeStats.cat([p[l, s] for p in layer_parts]) for s in per_layer[l] if (l, s) in wanted}
@@ -452,3 +406,96 @@ def simulate(spec: Spec, n_inits: int, n_data: int | None = None, seed: int = 0,
     return SimResult(spec, n_inits, n_data, seed, str(device), NodeStats.cat(outs), torch.cat(fracs), layers,
                      {k: torch.cat(v) for k, v in rec_parts.items()}, time.perf_counter() - t0, first_init,
                      None if data is not None else data_law)
+
+
+def _kept_stages(spec, per_layer, layer_stats) -> tuple:
+    """(stage names kept, (layer, stage) pairs accumulated) of ``simulate``'s ``layer_stats``."""
+    only_last = isinstance(layer_stats, str) and layer_stats == "penultimate"
+    keep = {per_layer[-1][-1]} if only_last else set(stages(spec)) if layer_stats is True \
+        else set(() if isinstance(layer_stats, str) else layer_stats or ())
+    if not keep <= set(stages(spec)) or (isinstance(layer_stats, str) and not only_last):
+        _fail(f"simulate: layer_stats must be True, False, 'penultimate' or stages among {stages(spec)}, "
+              f"got {layer_stats!r}")
+    wanted = {(l, s) for l in range(len(spec.widths)) for s in keep if s in per_layer[l]
+              and (not only_last or l == len(spec.widths) - 1)}
+    return keep, wanted
+
+
+@dataclass
+class _Run:
+    """One ``simulate`` call's settings, shared by its groups of inits; ``done`` counts the rows run (progress)."""
+    spec: Spec
+    n_data: int
+    seed: int
+    device: object
+    dtype: object
+    data: object
+    blob: object
+    chunk: int
+    moments: int
+    record: int
+    wanted: set
+    hooked: bool          # some stage is accumulated or recorded
+    shortcut: object
+    fresh_data: bool
+    data_law: str
+    progress: object
+    total: int
+    done: int = 0
+
+    def group(self, inits) -> tuple:
+        """(output moments, class fractions, moments per (layer, stage), recorded rows) of the inits ``inits``,
+        over the data in chunks of ``chunk`` rows."""
+        spec = self.spec
+        weights = sample_weights(spec, inits, self.seed, self.device, self.dtype)
+        first_layer = self._first_layer(weights, len(inits))
+        acc_out = _Moments(self.moments)
+        acc = {key: _Moments(self.moments) for key in self.wanted}
+        counts = torch.zeros((len(inits), spec.n_classes), dtype=torch.float64, device=self.device)
+        rec = {}
+
+        def on_stage(layer, stage, h):
+            if (layer, stage) in self.wanted:
+                acc[layer, stage].add(h)
+            if start == 0 and self.record:
+                rec[layer, stage] = h[:, :self.record].to("cpu", copy=True)
+
+        for start in range(0, self.n_data, self.chunk):
+            stop = min(self.n_data, start + self.chunk)
+            x = self._rows(inits, start, stop)
+            o = forward(spec, weights, x, on_stage if self.hooked else None, first_layer(x))
+            acc_out.add(o)
+            counts += F.one_hot(o.argmax(-1), spec.n_classes).sum(1, dtype=torch.float64)
+            if start == 0 and self.record:
+                rec["out"] = o[:, :self.record].to("cpu", copy=True)
+            self.done += len(inits) * (stop - start)
+            if self.progress is not None:
+                self.progress(self.done / self.total)
+        return acc_out.result(), (counts / self.n_data).cpu(), {k: v.result() for k, v in acc.items()}, rec
+
+    def _rows(self, inits, start, stop) -> torch.Tensor:
+        """Data rows start … stop − 1: each init's own (fresh_data), the given tensor's or the seeded blob's."""
+        if self.fresh_data:
+            return fresh_rows(self.spec.widths[0] if self.shortcut else self.spec.d_in, self.data_law, self.seed,
+                              inits, start, stop, self.device, self.dtype)
+        rows = self.data[start:stop] if self.data is not None else self.blob.rows(start, stop)
+        return rows.to(device=self.device, dtype=self.dtype)
+
+    def _first_layer(self, weights, n):
+        """x -> the first Dense's output of the group's ``n`` inits on rows x where a faster route computes it
+        (the Gaussian shortcut, or shared data's one GEMM), else None (``forward`` then computes it)."""
+        spec = self.spec
+        w0, b0 = split_bias(weights[0], spec.d_in)
+        if self.shortcut:   # x W + b given (W, b) is N(b, WᵀW) per row: z Lᵀ + b
+            chol_t = torch.linalg.cholesky(w0.transpose(1, 2) @ w0).transpose(1, 2)
+
+            def linear(x):
+                return torch.bmm(x.expand(n, *x.shape[-2:]), chol_t)
+        elif SHARED_GEMM and not self.fresh_data and spec.ops[0].starts_layer:
+            w0_cat = w0.transpose(0, 1).reshape(spec.d_in, -1)
+
+            def linear(x):   # shared data: the first layer of all inits as ONE GEMM [rows, d]·[d, I·n]
+                return (x @ w0_cat).view(x.shape[0], n, -1).transpose(0, 1)
+        else:
+            return lambda x: None
+        return linear if b0 is None else lambda x: linear(x) + b0

@@ -254,7 +254,6 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     whose chunks are all in, finishes it or (with rel_se) puts its next round's chunks on the next work list, which
     it broadcasts.
     """
-    from tqdm import tqdm
     plan = Plan(grid.run)
     seed = plan.seed
     lead = comm.rank == 0
@@ -262,21 +261,10 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     keys = [plan.key(p.config) for p in grid.points]
     fields = [unit_fields(len(p.spec.widths)) for p in grid.points]
     width = max(len(f) for f in fields)
-    have, open_points, run_id = {}, [], None
-    if lead:
-        for key, p in zip(keys, grid.points):
-            store.add_point(key, p.config, p.label, seed, plan.cap, plan.chunk)
-        states = [store.state(k) for k in keys]
-        run_id = store.start_run(grid.path, comm.world, len(keys), sum(done for done, _ in states))
-        open_points = [i for i, (done, _) in enumerate(states) if not done]
-        have = {i: set(states[i][1]) for i in open_points}
+    have, open_points, run_id = _open_points(store, grid, plan, keys, comm.world) if lead else ({}, [], None)
     n_open = comm.bcast(len(open_points))
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    quiet = not (lead and progress)
-    bar_points = tqdm(total=len(keys), initial=len(keys) - n_open, desc="sweep points", unit="point",
-                      file=sys.stderr, disable=quiet)
-    bar_inits = tqdm(total=None if plan.rel_se is not None else plan.cap * len(keys), desc="inits", unit="init",
-                     file=sys.stderr, disable=quiet, leave=False)
+    bar_points, bar_inits = _bars(plan, len(keys), n_open, not (lead and progress))
 
     def advance(i):
         """Rank 0: finish point i, or the missing chunks of its current round."""
@@ -308,13 +296,7 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
         following = []
         for r0 in range(0, len(work), comm.world):
             batch = work[r0:r0 + comm.world]
-            mine = None
-            if comm.rank < len(batch):
-                i, c = batch[comm.rank]
-                p = grid.points[i]
-                bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
-                mine = simulate_chunk(p.spec, p.config, seed, c * plan.chunk, plan.rows(c), comm.device)
-            units = comm.gather_units(mine, plan.chunk, width)
+            units = _round_units(batch, grid, plan, comm, width, bar_points)
             computed += len(batch)
             bar_inits.update(sum(plan.rows(c) for _, c in batch))
             if not lead:
@@ -337,6 +319,38 @@ def run_grid(grid, db_path, device, comm, progress=True) -> dict:
     return {"db": str(db_path), "points": len(keys), "points_done_before": len(keys) - len(open_points),
             "chunks_computed": computed, "chunks_reused": reused, "ranks": comm.world,
             "seconds": time.perf_counter() - t_start, "collective_seconds": comm.seconds, "run_id": run_id}
+
+
+def _open_points(store, grid, plan, keys, ranks) -> tuple:
+    """Rank 0: registers the points and the run; (stored chunks per unfinished point, the unfinished points in
+    grid order, the run's id)."""
+    for key, p in zip(keys, grid.points):
+        store.add_point(key, p.config, p.label, plan.seed, plan.cap, plan.chunk)
+    states = [store.state(k) for k in keys]
+    run_id = store.start_run(grid.path, ranks, len(keys), sum(done for done, _ in states))
+    open_points = [i for i, (done, _) in enumerate(states) if not done]
+    return {i: set(states[i][1]) for i in open_points}, open_points, run_id
+
+
+def _bars(plan, n_points, n_open, quiet) -> tuple:
+    """The progress bars (on stderr) of points finished and of inits run."""
+    from tqdm import tqdm
+    bar_points = tqdm(total=n_points, initial=n_points - n_open, desc="sweep points", unit="point",
+                      file=sys.stderr, disable=quiet)
+    bar_inits = tqdm(total=None if plan.rel_se is not None else plan.cap * n_points, desc="inits", unit="init",
+                     file=sys.stderr, disable=quiet, leave=False)
+    return bar_points, bar_inits
+
+
+def _round_units(batch, grid, plan, comm, width, bar_points):
+    """One round: rank r simulates the r-th (point, chunk) of ``batch`` (if any); every rank's units, gathered."""
+    mine = None
+    if comm.rank < len(batch):
+        i, c = batch[comm.rank]
+        p = grid.points[i]
+        bar_points.set_postfix_str(" ".join(f"{k}={v}" for k, v in p.label.items())[:60])
+        mine = simulate_chunk(p.spec, p.config, plan.seed, c * plan.chunk, plan.rows(c), comm.device)
+    return comm.gather_units(mine, plan.chunk, width)
 
 
 def cmd_run(args) -> int:

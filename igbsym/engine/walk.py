@@ -38,7 +38,7 @@ def walk(head, ops, L, backend="numpy", where="walk", last=False):
     try:
         routed = _route(head, ops, L, backend, where, last)
     except NumericalError as exc:
-        raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+        raise NumericalError(_prefixed(where, exc)) from None
     return routed if routed is not None else _compose_walk(head, ops, L, backend, where, last)
 
 
@@ -71,6 +71,8 @@ def _centres_layer_one(act, dense, backend) -> bool:
 
 
 def _compose_walk(head, ops, L, backend, where, last):
+    """γ after blocks 1..L by composing the ops' maps, stopping where the remaining layers are known: at a fixed
+    point, on an affine or geometric tail (module docstring; per point in NumPy)."""
     # a block with a homogeneity degree commutes with rescaling: the state is put at q = 1 after every block, so q
     # may overflow or underflow (σ_w = 1e308, 5e-324) without touching γ; a scale-invariant first op (a norm) makes
     # the state after the head irrelevant to q as well
@@ -79,96 +81,146 @@ def _compose_walk(head, ops, L, backend, where, last):
     if ops[0].degree == 0:
         state = dataclasses.replace(state, q=np.ones(np.shape(state.q)) if backend == "numpy" else 1 + 0 * state.q)
     tol = 4 * np.finfo(float).eps if backend == "numpy" else mpmath.mpf(10) ** (2 - mpmath.mp.dps)
-
-    step = block_step(ops, backend, free)
-
-    def point_step(i):   # the block map of point i alone (NumPy)
-        return block_step(tuple(op.at(i) for op in ops), backend, free)
-
-    out, prev, older, done, hinted, plain, frozen, tails = [], None, None, False, False, False, None, []
-    anchor = None     # NumPy: (e, layer) per point where the geometric decay was first seen (``span_ratio``)
+    run = _Walk(ops, backend, where, last, free, tol, block_step(ops, backend, free))
+    prev, older = None, None
     try:
         for layer in range(L):
-            new = step(state)
-            if backend == "numpy":
-                if np.any(done):      # a point at its fixed point stays there: the array call = the scalar call
-                    new = freeze(new, done, frozen)
-                check_state(new, f"{where} at layer {layer + 1}")
-            out.append(new.gamma)
+            new = run.advance(state, layer)
             rest = L - layer - 1
-            if layer:
-                newly = stationary(state, new, tol, older) & ~np.asarray(done, bool)
-                if (backend == "numpy" and layer in (1, 4, 16, 64) and rest > 20
-                        and (free or np.array_equal(state.q, new.q))):   # q at its fixed point (a norm after φ)
-                    # Steffensen per point (~20 maps, not ~500); the layers it skips must all equal c*: the last
-                    # only (ρ^rest |c − c*| < tol) when only γ_L is wanted, else the next one already (ρ |c − c*|)
-                    fixed = np_fixed_points(point_step, new, rest if last else 1)
-                    newly = newly | (fixed[0] & ~np.asarray(done, bool))
-                    new_fixed = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
-                                                            for k, v in zip("qcem", fixed[1:])})
-                else:
-                    new_fixed = new
-                if np.any(newly):
-                    frozen = freeze(frozen, newly, new_fixed)
-                done = done | newly
-                if np.all(done):
-                    out += [(new_fixed if frozen is None else frozen).gamma] * rest
-                    break
-            ratio = new.e / state.e if layer else None
-            aff, beta = affine(ops, state, new, tol, backend, rest) if layer and rest else (False, None)
-            geo = rest and geometric(state.q, new.q, ratio, prev, tol)
-            rate = ratio
-            if backend == "numpy" and layer and rest:
-                geo, rate, anchor = span_ratio(geo, ratio, anchor, new, layer, rest, done)
-            shortcuts = ((aff, lambda m: affine_tail(new, np.where(m, beta, 0.0) if backend == "numpy" else beta,
-                                                      rest, backend, last)),
-                         (geo, lambda m: geometric_tail(new, np.where(m, rate, 1.0) if backend == "numpy" else rate,
-                                                         rest, backend, where, layer, last)))
-            finished = False
-            for mask, tail in shortcuts:
-                if backend != "numpy":
-                    if mask:
-                        out, finished = out + tail(mask), True
-                        break
-                    continue
-                # per point, so an array call gives each point its scalar value: the points' remaining layers are
-                # their tails (written into ``out`` below), and they stay frozen meanwhile
-                mask = mask & ~np.asarray(done, bool)
-                if np.any(mask):
-                    tails.append((mask, layer, tail(mask)))
-                    frozen, done = freeze(frozen, mask, new), done | mask
-                    if np.all(done):
-                        out, finished = out + [frozen.gamma] * rest, True
-                        break
-            if finished:
+            if layer and run.settle(state, new, older, layer, rest):
                 break
-            if backend == "mpmath" and layer and rest > 20 and (free or abs(new.q - state.q) <= tol * new.q):
-                fixed = None
-                if not hinted:        # once: from the double-precision fixed point, if there is one
-                    hinted, c_star = True, np_hint(ops, new, free)
-                    if c_star is not None:
-                        fixed = steffensen(step, new, tol, rest if last else 1,
-                                           State(new.q, c_star, 1 - c_star, new.m))
-                    if fixed is None and c_star is not None and rest >= PROXY_MIN and new.m == 0:   # F(v) alone
-                        tail = chebyshev_tail(step, new, c_star, rest, tol, last)
-                        if tail is not None:
-                            out += tail
-                            break
-                if fixed is None and abs(ratio - 1) < 0.05 and not plain:
-                    # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds
-                    # later (and each attempt costs up to 24 maps)
-                    plain, fixed = True, steffensen(step, new, tol, rest if last else 1)
-                if fixed is not None:
-                    out += [fixed.gamma] * (1 if last else rest)
-                    break
+            ratio = new.e / state.e if layer else None
+            if run.tail(state, new, ratio, prev, layer, rest) or run.mp_fixed(state, new, ratio, layer, rest):
+                break
             state, prev, older = new, ratio, state
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     except NumericalError as exc:
-        raise NumericalError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
-    for mask, start, tail in tails:
-        for k, g in enumerate(tail):
-            out[start + 1 + k] = np.where(mask, g, out[start + 1 + k])
-    return out[-1:] if last else out
+        raise NumericalError(_prefixed(where, exc)) from None
+    return run.result()
 
 
+def _prefixed(where, exc) -> str:
+    """The error's message beginning with ``where`` (once)."""
+    return str(exc) if str(exc).startswith(where) else f"{where}: {exc}"
+
+
+@dataclasses.dataclass
+class _Walk:
+    """One composed walk (``_compose_walk``): γ so far (``out``); the points ``done`` (at their fixed point or on a
+    tail) stay at ``frozen``; ``tails`` (mask, layer, γ after it) are written back at the end; ``anchor``: NumPy's
+    (e, layer) per point where the geometric decay was first seen (``span_ratio``); ``hinted``, ``plain``: mpmath's
+    once-only fixed-point attempts."""
+    ops: tuple
+    backend: str
+    where: str
+    last: bool
+    free: bool
+    tol: object
+    step: object
+    out: list = dataclasses.field(default_factory=list)
+    done: object = False
+    frozen: object = None
+    tails: list = dataclasses.field(default_factory=list)
+    anchor: object = None
+    hinted: bool = False
+    plain: bool = False
+
+    def point_step(self, i):
+        """The block map of point i alone (NumPy)."""
+        return block_step(tuple(op.at(i) for op in self.ops), self.backend, self.free)
+
+    def advance(self, state, layer):
+        """The state after one more block, its γ appended; NumPy: the points done stay where they are (the array
+        call = the scalar call)."""
+        new = self.step(state)
+        if self.backend == "numpy":
+            if np.any(self.done):
+                new = freeze(new, self.done, self.frozen)
+            check_state(new, f"{self.where} at layer {layer + 1}")
+        self.out.append(new.gamma)
+        return new
+
+    def settle(self, state, new, older, layer, rest) -> bool:
+        """Freeze the points at their fixed point: stationary, or (NumPy, layers 1, 4, 16, 64, q at its fixed point)
+        found by Steffensen's iteration per point; True (the rest of ``out`` filled in) once every point is."""
+        newly = stationary(state, new, self.tol, older) & ~np.asarray(self.done, bool)
+        if (self.backend == "numpy" and layer in (1, 4, 16, 64) and rest > 20
+                and (self.free or np.array_equal(state.q, new.q))):   # q at its fixed point (a norm after φ)
+            # Steffensen per point (~20 maps, not ~500); the layers it skips must all equal c*: the last only
+            # (ρ^rest |c − c*| < tol) when only γ_L is wanted, else the next one already (ρ |c − c*|)
+            fixed = np_fixed_points(self.point_step, new, rest if self.last else 1)
+            newly = newly | (fixed[0] & ~np.asarray(self.done, bool))
+            new = dataclasses.replace(new, **{k: np.where(fixed[0], v, getattr(new, k))
+                                              for k, v in zip("qcem", fixed[1:])})
+        if np.any(newly):
+            self.frozen = freeze(self.frozen, newly, new)
+        self.done = self.done | newly
+        if np.all(self.done):
+            self.out += [(new if self.frozen is None else self.frozen).gamma] * rest
+            return True
+        return False
+
+    def tail(self, state, new, ratio, prev, layer, rest) -> bool:
+        """The affine or geometric tail where the remaining layers follow one (``tails``); True once the walk is
+        finished."""
+        backend = self.backend
+        aff, beta = affine(self.ops, state, new, self.tol, backend, rest) if layer and rest else (False, None)
+        geo = rest and geometric(state.q, new.q, ratio, prev, self.tol)
+        rate = ratio
+        if backend == "numpy" and layer and rest:
+            geo, rate, self.anchor = span_ratio(geo, ratio, self.anchor, new, layer, rest, self.done)
+        shortcuts = ((aff, lambda m: affine_tail(new, np.where(m, beta, 0.0) if backend == "numpy" else beta,
+                                                  rest, backend, self.last)),
+                     (geo, lambda m: geometric_tail(new, np.where(m, rate, 1.0) if backend == "numpy" else rate,
+                                                     rest, backend, self.where, layer, self.last)))
+        for mask, tail in shortcuts:
+            if backend != "numpy":
+                if mask:
+                    self.out = self.out + tail(mask)
+                    return True
+                continue
+            # per point, so an array call gives each point its scalar value: the points' remaining layers are their
+            # tails (written into ``out`` by ``result``), and they stay frozen meanwhile
+            mask = mask & ~np.asarray(self.done, bool)
+            if np.any(mask):
+                self.tails.append((mask, layer, tail(mask)))
+                self.frozen, self.done = freeze(self.frozen, mask, new), self.done | mask
+                if np.all(self.done):
+                    self.out = self.out + [self.frozen.gamma] * rest
+                    return True
+        return False
+
+    def mp_fixed(self, state, new, ratio, layer, rest) -> bool:
+        """mpmath, q at its fixed point: the remaining layers from the fixed point c* (Steffensen's iteration from
+        the double-precision hint, else the Chebyshev proxy of F(v), once; or plain Steffensen, once, where the
+        decay is slow); True once found."""
+        if not (self.backend == "mpmath" and layer and rest > 20
+                and (self.free or abs(new.q - state.q) <= self.tol * new.q)):
+            return False
+        fixed, wanted = None, rest if self.last else 1
+        if not self.hinted:        # once: from the double-precision fixed point, if there is one
+            self.hinted, c_star = True, np_hint(self.ops, new, self.free)
+            if c_star is not None:
+                fixed = steffensen(self.step, new, self.tol, wanted, State(new.q, c_star, 1 - c_star, new.m))
+            if fixed is None and c_star is not None and rest >= PROXY_MIN and new.m == 0:   # F(v) alone
+                tail = chebyshev_tail(self.step, new, c_star, rest, self.tol, self.last)
+                if tail is not None:
+                    self.out += tail
+                    return True
+        if fixed is None and abs(ratio - 1) < 0.05 and not self.plain:
+            # once: ρ^rest·|c − c*| is the same at every later layer, so a failed attempt never succeeds later (and
+            # each attempt costs up to 24 maps)
+            self.plain, fixed = True, steffensen(self.step, new, self.tol, wanted)
+        if fixed is not None:
+            self.out += [fixed.gamma] * (1 if self.last else rest)
+            return True
+        return False
+
+    def result(self) -> list:
+        """``out`` with the per-point tails written in; only γ_L if ``last``."""
+        out = self.out
+        for mask, start, tail in self.tails:
+            for k, g in enumerate(tail):
+                out[start + 1 + k] = np.where(mask, g, out[start + 1 + k])
+        return out[-1:] if self.last else out
