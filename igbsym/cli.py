@@ -5,7 +5,8 @@ The CLI contract (relied on by scripts): ``list [--json]``, ``show NAME``, ``eva
 [--device D] [--quick|--thorough] [--report DIR] [--list [--json]]``, ``predict ...``, ``sweep GRID.toml [--db FILE]
 [--inits N] [--quick|--thorough] [--device D]``, ``sweep show DB [--format table|csv|json] [--plot DIR]``,
 ``train --model M --data D --inits N --steps S [--lr LR] [--optimizer sgd|adam] [--batch-size B] [--classes C]
-[--zero-bias] [--seed S] [--report DIR] [--json]``, ``phase --activation A [--depth L] [--json] [--plot FILE]``.
+[--zero-bias] [--seed S] [--report DIR] [--json]``, ``phase --activation A [--depth L] [--norm N [--placement P]]
+[--json] [--plot FILE]``.
 Bad input prints one line saying what is wrong and what is allowed, and exits 2.
 
 The core package never imports ``derivations`` or ``validation`` (docs/ARCHITECTURE.md): ``derive``, ``validate`` and
@@ -311,8 +312,13 @@ def _add_phase_command(sub) -> None:
     s.add_argument("--sw2-max", type=float, default=4.0, help="largest sigma_w^2 (default 4)")
     s.add_argument("--sb2-max", type=float, default=0.5, help="largest sigma_b^2 (default 0.5)")
     s.add_argument("--a", type=float, default=0.01, help="leaky slope (leaky_relu)")
-    s.add_argument("--norm", choices=("none", "batchnorm"), default="none",
-                   help="batchnorm: no diagram, one line: no edge of chaos and the gradient-explosion rate lambda")
+    s.add_argument("--norm", choices=("none", "batchnorm", "layernorm", "rmsnorm"), default="none",
+                   help="batchnorm: no diagram, one line: no edge of chaos and the gradient-explosion rate lambda; "
+                   "layernorm/rmsnorm: the diagram of gamma_inf with that norm (see --placement)")
+    s.add_argument("--placement", choices=("before", "after", "pre", "post"), default=None,
+                   type=lambda v: {"pre": "before", "post": "after"}.get(v, v),
+                   help="with --norm layernorm/rmsnorm: phi(Norm(h)) (before, default; alias pre, as predict's) or "
+                   "Norm(phi(h)) (after; alias post)")
     s.add_argument("--batch", type=_batch_size, default=float("inf"), metavar="B",
                    help="with --norm batchnorm: the batch size (default inf; finite B >= 4: relu, leaky_relu, "
                    "identity, abs)")

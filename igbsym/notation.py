@@ -29,7 +29,7 @@ VALUES = {
     "estimator": {"proxy": r"\tilde B", "canonical": "z"},
     "rule": {"threshold": r"\mathrm{thr}", "binomial": r"\mathrm{bin}"},
     "norm": {"none": "", "batchnorm": r"\mathrm{BN}", "layernorm": r"\mathrm{LN}", "rmsnorm": r"\mathrm{RMS}"},
-    "placement": {"pre": "pre", "post": "post"},
+    "placement": {"pre": "pre", "post": "post", "before": r"\mathrm{before}", "after": r"\mathrm{after}"},
     "order": {"linear-first": r"\mathrm{lin\text{-}first}", "linear-last": r"\mathrm{lin\text{-}last}"},
     "architecture": {"vanilla": r"\mathrm{FF}", "bn_feedforward": r"\mathrm{BN\text{-}FF}",
                      "resnet": r"\mathrm{Res}", "bn_resnet": r"\mathrm{BN\text{-}Res}"},
@@ -156,6 +156,11 @@ NOTATION = {
         r"p = 1:\ C = \tfrac{1}{2} \sigma_w^{2} q^* \mathbb{E}\left[\phi''(\sqrt{q^*} Z)^{2}\right]\ "
         r"(\mathrm{erf}, \tanh)")),
     "meanfield.gamma_inf": N(r"\gamma_\infty^{<activation>}(\sigma_w, \sigma_b)"),
+    "meanfield.norm_c_star": N(r"c^*_{<activation>,<norm>,<placement>}(\sigma_w, \sigma_b)"),
+    "meanfield.norm_chi_1": N(r"\chi_1^{<activation>,<norm>,<placement>}(\sigma_w, \sigma_b)"),
+    "meanfield.norm_eoc": N(r"\left(\sigma_b/\sigma_w\right)^{\mathrm{EOC}}_{<activation>,<norm>,<placement>}"
+                            r"(\sigma_b)"),
+    "meanfield.norm_gamma_inf": N(r"\gamma_\infty^{<activation>,<norm>,<placement>}(\sigma_w, \sigma_b)"),
     "meanfield.phase": N(r"\operatorname{sign}\ln\chi_1^{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.q_star": N(r"q^*_{<activation>}(\sigma_w, \sigma_b)"),
     "meanfield.xi_c": N(r"\xi_c^{<activation>}(\sigma_w, \sigma_b)"),

@@ -86,16 +86,16 @@ def _e_erf(q, sw2, sb2):
         g = sw2[rows] / qq * 2 / np.pi * np.arctan2(num, cxx * cy + tt * y)
         slope = sw2[rows] * 4 / np.pi / np.sqrt((1 + 2 * qq * e) * (1 + 4 * qq - 2 * qq * e))
         return g, slope
-    e, slope = _solve_e(G, q.size)
+    e, slope = solve_e(G, q.size)
 
     def F(rows, c):
         qq, s2 = q[rows], sw2[rows]
         return ((s2 * 2 / np.pi * np.arcsin(t[rows] * c) + sb2[rows]) / qq,
                 s2 * 4 / np.pi / np.sqrt((1 + 2 * qq) ** 2 - (2 * qq * c) ** 2))
-    return e, slope, _refine_c(F, e)
+    return e, slope, refine_c(F, e)
 
 
-def _refine_c(F, e):
+def refine_c(F, e):
     """c* = 1 − e*, refined where c* < 1/2 by Newton steps on F(c) − c computed in c itself (1 − e* keeps only an
     absolute 1e-16: odd φ at small σ_b has c* ~ σ_b²/q*, whose relative digits the difference would lose)."""
     c = 1 - e
@@ -109,7 +109,7 @@ def _refine_c(F, e):
     return c
 
 
-def _solve_e(G, n):
+def solve_e(G, n):
     """The root e* in (0, 1] of e − G(e) (convex, negative just right of 0, positive at 1) by Newton from e = 1."""
     x, lo, hi = np.ones(n), np.zeros(n), np.ones(n)
     slopes = np.empty(n)
@@ -138,14 +138,14 @@ def _e_series(name, a, q, sw2, sb2):
             pw = np.power((1 - ee)[:, None], k - 1)
             return scale[rows] * (b[rows] * one_minus).sum(1), scale[rows] * (b[rows] * k * pw).sum(1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            e[idx], chic[idx] = _solve_e(G, idx.size)
+            e[idx], chic[idx] = solve_e(G, idx.size)
 
         def F(rows, cc, b=beta, scale=scale, ratio=sb2[idx] / sw2[idx]):
             kk = np.arange(b.shape[1])
             pw = np.power(cc[:, None], kk)
             br, sr = b[rows], scale[rows]
             return sr * ((br * pw).sum(1) + ratio[rows]), sr * (br[:, 1:] * kk[1:] * pw[:, :-1]).sum(1)
-        c[idx] = _refine_c(F, e[idx])
+        c[idx] = refine_c(F, e[idx])
     return e, chic, c
 
 
