@@ -31,7 +31,8 @@ probe sets the biases to zero (the paper's setting).
   ``mlp-residual`` a Dense embedding of 256 and two linear-first residual blocks x + F(x), F = Dense → ReLU,
   ``cnn-linear`` conv(64, k=5, padding 2) → AvgPool2d(2) → conv(64, k=5, padding 2) → AvgPool2d(4) → Linear
   (CNN-A's linear variant without biases), ``cnn-gap`` conv(64, k=3, padding 1) → ReLU → conv(64, k=3,
-  padding 1) → ReLU → global average pool → Linear.
+  padding 1) → ReLU → global average pool → Linear; ``mlp-batchnorm`` one layer of 512, Linear → BatchNorm1d
+  (training mode, no affine part; over the probe's batches) → ReLU (issue 46).
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ from .simulate import NetSpec, sample_weights, sequential
 MLPS = {"mlp": dict(widths=(512,)), "mlp-linear": dict(widths=(512,), activation="identity"),
         "mlp-maxpool": dict(widths=(512,), pool=4), "mlp-deep": dict(widths=(256,) * 4)}
 CNN_VARIANTS = {"relu-maxpool": (nn.ReLU, nn.MaxPool2d), "linear-avgpool": (nn.Identity, nn.AvgPool2d)}
-SPEC_MODELS = {"mlp-layernorm": 512, "mlp-residual": 256, "cnn-linear": 64, "cnn-gap": 64}   # name -> width
+SPEC_MODELS = {"mlp-layernorm": 512, "mlp-residual": 256, "cnn-linear": 64, "cnn-gap": 64,
+               "mlp-batchnorm": 512}   # name -> width
 NAMES = (*MLPS, *(f"cnn-{k}-{v}" for k in "ab" for v in CNN_VARIANTS), "resnet", "vit", *SPEC_MODELS)
 
 
@@ -65,6 +67,8 @@ def spec_ops(name: str, width: int, n_classes: int = 2) -> tuple:
                                          widths=(width,) * L) + (O.Dense(n_classes),)
     if name == "mlp-layernorm":
         body = mlp_ops(2, "relu", "layernorm", "post", widths=(width, width))
+    elif name == "mlp-batchnorm":
+        body = mlp_ops(1, "relu", "batchnorm", "pre", B=256, widths=(width,))
     elif name == "mlp-residual":
         body = resnet_ops(2, "relu", 1.0, width=width)
     elif name == "cnn-linear":

@@ -11,7 +11,8 @@ k(a, a; p, p), both deterministic at infinite width by the law of large numbers 
 k' = (k − μ_b m_a − μ_a m_b + μ_a μ_b)/(σ_a σ_b), σ_a² = s_a − μ_a², m' = (m − μ)/σ; RMSNorm k' = k/√(s_a s_b),
 m' = m/√s. torch's ε (1e-5 added to σ²) is left out: a relative effect ε/σ². BatchNorm in training mode divides a
 unit by its spread over the batch, a random variable shared by all points: no per-pair map, but an exact map of the
-whole batch's kernel (``igbsym.ops.bn_kernel``), for one batch holding the whole dataset (full batch, or batch >= D).
+whole dataset's kernel (``igbsym.ops.bn_kernel``) in the probe's batches of B consecutive rows: each batch's block,
+and each pair of batches' block (two random normalisers, a 2-d integral).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 import sympy as sp
 
 from .base import Op, State, fail, is_zero, sqrt
-from .bn_kernel import n_batches, normalised_moments
+from .bn_kernel import dataset_moments
 from .datakernel import Kernel, require_flat
 
 
@@ -173,18 +174,13 @@ class BatchNorm(Op):
         return self.B
 
     def _batch_kernel(self, s: Kernel) -> np.ndarray:
-        """The pre-BatchNorm kernel of the one batch [D, D] (refusals in one line)."""
+        """The pre-BatchNorm kernel of the whole dataset [D, D] (refusals in one line)."""
         require_flat(s, "BatchNorm (training mode)")
         if not s.gaussian:
             fail("BatchNorm (training mode): its input units are not Gaussian (a Dense must come before it; "
                  "BatchNorm after an activation has no kernel map here)")
         if not s.whole:
             fail("BatchNorm (training mode) needs the whole dataset's kernel (every pair: no --pairs)")
-        n = s.k.shape[0]
-        if n_batches(n, self.B) > 1:
-            fail(f"BatchNorm (training mode) over {n} points in batches of {self.B}: the kernel across two batches "
-                 "(two random normalisers) has no map here; allowed: one batch holding the data (batch size >= D, "
-                 f"e.g. igbsym predict --batch-size {n}, igbsym probe --batch-size {n})")
         return s.k[:, :, 0, 0]
 
     @staticmethod
@@ -198,7 +194,7 @@ class BatchNorm(Op):
 
     def kernel(self, s: Kernel) -> Kernel:
         """E[y_a y_b] of the BatchNorm outputs (``bn_kernel``); the Gaussian input is kept for an activation."""
-        second, _ = normalised_moments(self._batch_kernel(s), 1.0)
+        second, _ = dataset_moments(self._batch_kernel(s), self.B, 1.0)
         out = self._moments(s, second, None)
         return out.replace(source=(s, self, out.k))
 
@@ -208,7 +204,7 @@ class BatchNorm(Op):
         if not act.closed_form:
             fail(f"activation {act.name} after a train-mode BatchNorm over a dataset has no kernel map; allowed: "
                  "the positively homogeneous ones (relu, leaky_relu, identity, abs) and srelu")
-        second, mean = normalised_moments(self._batch_kernel(s), float(act.slope))
+        second, mean = dataset_moments(self._batch_kernel(s), self.B, float(act.slope))
         if act.name == "srelu":
             kap = float(act.shift_value("numpy"))
             second = second - kap * (mean[:, None] + mean[None, :]) + kap * kap
