@@ -159,6 +159,16 @@ def _numeric(d: Derivation):
                                                                        placement="before")))
     d.step(f"Numeric route check (not a symbolic proof): tanh before LayerNorm at sigma_w = 2, sigma_b = 0.3, c* = "
            f"{got:.12g}, relative error {err:.1e} against the c-map's root by a 200 x 200 Gauss-Hermite rule.")
+    g_ref = ref / (1 - ref)
+    g_got = float(igbsym.get("meanfield.norm_gamma_inf").numpy(activation="tanh", norm="layernorm",
+                                                               placement="before", sigma_w=2.0, sigma_b=0.3))
+    g_err = abs(g_got - g_ref) / g_ref
+    if not g_err <= 1e-9:
+        raise DerivationError(f"meanfield.norm_gamma_inf tanh before: {g_got} != {g_ref}")
+    d.proofs.append(Proof("meanfield.norm_gamma_inf", "numeric-route", f"relative error {g_err:.1e} against "
+                          "c*/(1 - c*) of the same Gauss-Hermite root", dict(activation="tanh", norm="layernorm",
+                                                                          placement="before")))
+    d.step(f"gamma_inf = c*/(1 - c*) = {g_got:.12g} there, relative error {g_err:.1e} against the same root.")
 
 
 def derive() -> Derivation:
