@@ -17,7 +17,7 @@ import sympy as sp
 
 import igbsym
 
-from .base import Derivation, DerivationError, Proof, require, symbolically_equal
+from .base import Derivation, require, symbolically_equal
 from .depth import relu_cross_moment
 
 q = sp.Symbol("q", positive=True)
@@ -126,10 +126,10 @@ def _erf(d: Derivation):
     pts = [dict(sigma_w=sw_, sigma_b=sb_) for sw_, sb_ in ((1.0, 0.3), (1.5, 0.3), (2.5, 0.2), (3.0, 1.0))]
     picks = {"q_star": 0, "c_star": 1, "chi_1": 2, "chi_c": 3, "xi_q": 4, "xi_c": 5, "gamma_inf": 6, "phase": 7}
     for name, i in picks.items():
-        _route_check(d, f"meanfield.{name}", pts, lambda i=i, **p: _erf_reference(p["sigma_w"], p["sigma_b"])[i],
+        d.check_route(f"meanfield.{name}", pts, lambda i=i, **p: _erf_reference(p["sigma_w"], p["sigma_b"])[i],
                      2e-10, "erf: the NumPy route vs mpmath roots (30 digits) of the derived arcsine kernel",
                      activation="erf")
-    _route_check(d, "meanfield.eoc_sigma_w", [dict(sigma_b=v) for v in (0.05, 0.3, 1.0)],
+    d.check_route("meanfield.eoc_sigma_w", [dict(sigma_b=v) for v in (0.05, 0.3, 1.0)],
                  lambda sigma_b: _erf_eoc(sigma_b), 2e-10, "erf: NumPy vs the mpmath root of the derived "
                                                          "chi_1 = 1 condition", activation="erf")
 
@@ -160,31 +160,17 @@ def _erf_eoc(sb_):
         return mpmath.sqrt(mpmath.pi * mpmath.sqrt(1 + 4 * qq) / 4)
 
 
-def _route_check(d: Derivation, name, points, reference, tol, reason, **case):
-    form, worst = igbsym.get(name), 0.0
-    for pt in points:
-        got, ref = float(form.numpy(**case, **pt)), float(reference(**pt))
-        err = 0.0 if got == ref else abs(got - ref) / abs(ref)
-        worst = max(worst, err)
-        if not err <= tol:
-            raise DerivationError(f"{name} {case} at {pt}: route {got} != reference {ref} (rel. error {err:.2e})")
-    d.proofs.append(Proof(name, "numeric-route", f"{len(points)} points, worst relative error {worst:.1e} <= "
-                                                 f"{tol:.0e}; {reason}", case))
-    d.step(f"Numeric route check (not a symbolic proof) for {name} ({case['activation']}): {reason}; "
-           f"{len(points)} points, worst relative error {worst:.1e}.")
-
-
 def _tanh(d: Derivation):
     d.step("tanh has no closed kernel: its NumPy route (quadrature moments, Mehler's series) is checked against the "
            "mpmath route (nested quadrature of the pair moment, Illinois/Newton roots) at 30 digits:")
     pts = [dict(sigma_w=1.0, sigma_b=0.3), dict(sigma_w=2.0, sigma_b=0.3)]
     for name in ("q_star", "c_star", "chi_c", "xi_q", "gamma_inf"):
         form = igbsym.get(f"meanfield.{name}")
-        _route_check(d, f"meanfield.{name}", pts[1:] if name == "gamma_inf" else pts,
+        d.check_route(f"meanfield.{name}", pts[1:] if name == "gamma_inf" else pts,
                      lambda form=form, **p: form.mp(30, activation="tanh", **p), 1e-9,
                      "tanh: NumPy vs the mpmath quadrature route", activation="tanh")
     eoc = igbsym.get("meanfield.eoc_sigma_w")
-    _route_check(d, "meanfield.eoc_sigma_w", [dict(sigma_b=0.05 ** 0.5)],
+    d.check_route("meanfield.eoc_sigma_w", [dict(sigma_b=0.05 ** 0.5)],
                  lambda sigma_b: eoc.mp(30, activation="tanh", sigma_b=sigma_b), 1e-9,
                  "tanh at sigma_b^2 = 0.05 (Schoenholz et al.: sigma_w^2 ~ 1.76)", activation="tanh")
     value = float(eoc.numpy(activation="tanh", sigma_b=0.05 ** 0.5)) ** 2
@@ -259,12 +245,12 @@ def _eoc_growth(d: Derivation):
     require(sp.simplify(c_erf - 2 * qq**2 / (1 + 4 * qq)) == 0, "erf: C = 2q^2/(1 + 4q)")
     d.step("erf: E[erf''(u)^2] (SymPy) =", m2)
     d.step("and on the edge of chaos sigma_w^2 = 1/E erf'^2 = pi sqrt(1 + 4q*)/4, so C = B =", c_erf)
-    _route_check(d, "meanfield.gamma_eoc_growth", [dict(sigma_b=v) for v in (0.05, 0.3, 1.0)],
+    d.check_route("meanfield.gamma_eoc_growth", [dict(sigma_b=v) for v in (0.05, 0.3, 1.0)],
                  lambda sigma_b: _erf_growth(sigma_b), 1e-12,
                  "erf: NumPy vs 2q*^2/(1 + 4q*) at the mpmath root of the derived chi_1 = 1 condition",
                  activation="erf")
     form = igbsym.get("meanfield.gamma_eoc_growth")
-    _route_check(d, "meanfield.gamma_eoc_growth", [dict(sigma_b=0.3), dict(sigma_b=1.0)],
+    d.check_route("meanfield.gamma_eoc_growth", [dict(sigma_b=0.3), dict(sigma_b=1.0)],
                  lambda sigma_b: form.mp(30, activation="tanh", sigma_b=sigma_b), 1e-11,
                  "tanh: q* E[phi''^2]/(2 E[phi'^2]), NumPy quadrature vs the mpmath route at 30 digits",
                  activation="tanh")

@@ -149,26 +149,12 @@ def _numeric(d: Derivation):
         v = cc * z[:, None] + np.sqrt(1 - cc * cc) * z[None, :]
         return (w2 * float(w @ (np.tanh(z)[:, None] * np.tanh(v)) @ w) + b2) / (w2 * s1 + b2)
     ref = brentq(lambda cc: cmap(cc) - cc, 0.2, 0.8, xtol=1e-15, rtol=1e-15)
-    got = float(igbsym.get("meanfield.norm_c_star").numpy(activation="tanh", norm="layernorm", placement="before",
-                                                          sigma_w=2.0, sigma_b=0.3))
-    err = abs(got - ref) / ref
-    if not err <= 1e-9:
-        raise DerivationError(f"meanfield.norm_c_star tanh before: {got} != {ref}")
-    d.proofs.append(Proof("meanfield.norm_c_star", "numeric-route", f"relative error {err:.1e} against the root of "
-                          "the c-map by a 2-D Gauss-Hermite rule", dict(activation="tanh", norm="layernorm",
-                                                                       placement="before")))
-    d.step(f"Numeric route check (not a symbolic proof): tanh before LayerNorm at sigma_w = 2, sigma_b = 0.3, c* = "
-           f"{got:.12g}, relative error {err:.1e} against the c-map's root by a 200 x 200 Gauss-Hermite rule.")
-    g_ref = ref / (1 - ref)
-    g_got = float(igbsym.get("meanfield.norm_gamma_inf").numpy(activation="tanh", norm="layernorm",
-                                                               placement="before", sigma_w=2.0, sigma_b=0.3))
-    g_err = abs(g_got - g_ref) / g_ref
-    if not g_err <= 1e-9:
-        raise DerivationError(f"meanfield.norm_gamma_inf tanh before: {g_got} != {g_ref}")
-    d.proofs.append(Proof("meanfield.norm_gamma_inf", "numeric-route", f"relative error {g_err:.1e} against "
-                          "c*/(1 - c*) of the same Gauss-Hermite root", dict(activation="tanh", norm="layernorm",
-                                                                          placement="before")))
-    d.step(f"gamma_inf = c*/(1 - c*) = {g_got:.12g} there, relative error {g_err:.1e} against the same root.")
+    case = dict(activation="tanh", norm="layernorm", placement="before")
+    at = [dict(sigma_w=2.0, sigma_b=0.3)]
+    d.check_route("meanfield.norm_c_star", at, lambda **_: ref, 1e-9, "the root of the c-map by a 200 x 200 "
+                  "Gauss-Hermite rule at sigma_w = 2, sigma_b = 0.3", **case)
+    d.check_route("meanfield.norm_gamma_inf", at, lambda **_: ref / (1 - ref), 1e-9, "c*/(1 - c*) of the same "
+                  "Gauss-Hermite root", **case)
 
 
 def derive() -> Derivation:

@@ -104,9 +104,7 @@ def theory(model, data, *, classes: int | None = None, names=None, n_draws: int 
     if pairs is not None and samples_entries(ops):
         w, gamma, se = _replicated(ops, data, names, pairs, seed)
         T, M_off = float(w.summaries[-1].T.sum()), float(w.summaries[-1].M_off.sum())
-        notes.append(f"{w.n_pairs} sampled pairs in {max(REPLICAS, pairs // PAIRS_PER_REPLICA)} replicas of "
-                     "independent QMC point sets: gamma's SE is "
-                     "their spread (pair sampling and the QMC error); the law of G needs the full kernel")
+        notes += w.notes
     else:
         w = walk(ops, data, names=names, pairs=pairs, seed=seed)
         out = w.summaries[-1]
@@ -151,7 +149,9 @@ def _replicated(ops, data, names, pairs: int, seed: int):
                     np.mean([w.summaries[i].M_off for w in walks], 0), np.mean([w.summaries[i].mbar for w in walks], 0),
                     float(np.std([w.summaries[i].M_off.sum() for w in walks], ddof=1) / np.sqrt(R)))
             for i, s in enumerate(walks[0].summaries)]
-    return Walk(mean, None, walks[0].n_data, R * (pairs // R)), gamma, se
+    note = (f"{R * (pairs // R)} sampled pairs in {R} replicas of independent QMC point sets: gamma's SE is their "
+            "spread (pair sampling and the QMC error); the law of G needs the full kernel")
+    return Walk(mean, None, walks[0].n_data, R * (pairs // R), [note]), gamma, se
 
 
 def replica(ops, r: int) -> tuple:
